@@ -1,0 +1,1 @@
+//! Typed async client for slurmrestd.
