@@ -77,6 +77,12 @@ impl Request {
         self
     }
 
+    /// Sets a body that is already JSON text, sent as it is (e.g. a file a user wrote).
+    pub fn json_bytes(mut self, body: impl Into<Vec<u8>>) -> Request {
+        self.body = Some(Ok(body.into()));
+        self
+    }
+
     /// Marks whether sending the request twice does no harm, which allows retries.
     pub fn idempotent(mut self, idempotent: bool) -> Request {
         self.idempotent = idempotent;
