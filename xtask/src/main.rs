@@ -1,6 +1,7 @@
 //! The project's own tasks: `cargo xtask --help`.
 
 mod generate;
+mod slurm;
 
 use clap::{Parser, Subcommand};
 
@@ -16,6 +17,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
+    /// Local Slurm clusters for development and tests.
+    #[command(subcommand)]
+    Slurm(slurm::SlurmCmd),
     /// Generate slurm-client's per-version modules from openapi/*.json and openapi/overlay.json.
     Generate {
         /// Fail, naming the stale files, if the committed generated code differs.
@@ -26,6 +30,7 @@ enum Cmd {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().cmd {
+        Cmd::Slurm(cmd) => slurm::run(cmd),
         Cmd::Generate { check } => generate::run(check),
     }
 }
