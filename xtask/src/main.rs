@@ -1,6 +1,7 @@
 //! The project's own tasks: `cargo xtask --help`.
 
 mod generate;
+mod openapi;
 mod slurm;
 
 use clap::{Parser, Subcommand};
@@ -20,6 +21,9 @@ enum Cmd {
     /// Local Slurm clusters for development and tests.
     #[command(subcommand)]
     Slurm(slurm::SlurmCmd),
+    /// slurmrestd's OpenAPI specs.
+    #[command(subcommand)]
+    Openapi(OpenapiCmd),
     /// Generate slurm-client's per-version modules from openapi/*.json and openapi/overlay.json.
     Generate {
         /// Fail, naming the stale files, if the committed generated code differs.
@@ -28,9 +32,24 @@ enum Cmd {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum OpenapiCmd {
+    /// Dump each REST version's spec from the real slurmrestd binaries into openapi/ (needs root).
+    Fetch,
+}
+
+/// The workspace root, whatever directory cargo was run from.
+fn workspace() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask is in the workspace")
+        .to_owned()
+}
+
 fn main() -> anyhow::Result<()> {
     match Cli::parse().cmd {
         Cmd::Slurm(cmd) => slurm::run(cmd),
+        Cmd::Openapi(OpenapiCmd::Fetch) => openapi::fetch(&workspace()),
         Cmd::Generate { check } => generate::run(check),
     }
 }

@@ -47,6 +47,14 @@ impl Release {
         }
     }
 
+    /// The REST versions whose committed spec comes from this release (each version from one release only).
+    pub fn spec_versions(self) -> &'static [&'static str] {
+        match self {
+            Release::R24_11 => &["v0.0.40", "v0.0.41", "v0.0.42"],
+            Release::R26_05 => &["v0.0.43", "v0.0.44", "v0.0.45"],
+        }
+    }
+
     /// Short name used for the network namespace and the cluster name.
     pub fn slug(self) -> &'static str {
         match self {
