@@ -3,6 +3,7 @@
 mod generate;
 mod openapi;
 mod slurm;
+mod test;
 
 use clap::{Parser, Subcommand};
 
@@ -21,6 +22,13 @@ enum Cmd {
     /// Local Slurm clusters for development and tests.
     #[command(subcommand)]
     Slurm(slurm::SlurmCmd),
+    /// Everything CI runs: generated-code check, fmt, clippy, and all tests against real Slurm 24.11 and 26.05
+    /// clusters, started and stopped here (needs root).
+    Test {
+        /// Extra arguments for `cargo test` of the workspace, e.g. a test name filter.
+        #[arg(trailing_var_arg = true)]
+        cargo_args: Vec<String>,
+    },
     /// slurmrestd's OpenAPI specs.
     #[command(subcommand)]
     Openapi(OpenapiCmd),
@@ -49,6 +57,7 @@ fn workspace() -> std::path::PathBuf {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().cmd {
         Cmd::Slurm(cmd) => slurm::run(cmd),
+        Cmd::Test { cargo_args } => test::run(&workspace(), &cargo_args),
         Cmd::Openapi(OpenapiCmd::Fetch) => openapi::fetch(&workspace()),
         Cmd::Generate { check } => generate::run(check),
     }

@@ -537,28 +537,31 @@ pub fn down(release: Release) -> Result<bool> {
         .as_ref()
         .map(|s| s.root.clone())
         .unwrap_or_else(|| rootfs::root_path(release));
-    let mut pids: Vec<u32> = Vec::new();
-    if let Some(state) = &state {
-        for d in &state.daemons {
-            let ours = if d.name == "proxy" {
-                process::cmdline(d.pid).iter().any(|a| a == "proxy")
-            } else {
-                process::root_of(d.pid).as_deref() == Some(root.as_path())
-            };
-            if ours && process::is_running(d.pid) {
-                pids.push(d.pid);
-            }
+    let netns_path = Path::new("/run/netns").join(netns_name(release));
+    let proxy: Vec<u32> = state
+        .iter()
+        .flat_map(|s| &s.daemons)
+        .filter(|d| d.name == "proxy" && process::is_running(d.pid))
+        .filter(|d| process::cmdline(d.pid).iter().any(|a| a == "proxy"))
+        .map(|d| d.pid)
+        .collect();
+    let mut any = !proxy.is_empty();
+    process::stop(&proxy, Duration::from_secs(5));
+    // A process that was on its way in when we looked (an interrupted `up`) shows up on the next look.
+    let mut quiet_rounds = 0;
+    while quiet_rounds < 2 {
+        let pids = process::in_cluster(&root, &netns_path);
+        if pids.is_empty() {
+            quiet_rounds += 1;
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
         }
-    }
-    for pid in process::in_root(&root) {
-        if !pids.contains(&pid) {
-            pids.push(pid);
+        quiet_rounds = 0;
+        any = true;
+        let killed = process::stop(&pids, Duration::from_secs(15));
+        if !killed.is_empty() {
+            eprintln!("had to SIGKILL {killed:?}");
         }
-    }
-    let any = !pids.is_empty();
-    let killed = process::stop(&pids, Duration::from_secs(15));
-    if !killed.is_empty() {
-        eprintln!("had to SIGKILL {killed:?}");
     }
     netns::delete(&netns_name(release))?;
     let dir = state::run_dir(release);

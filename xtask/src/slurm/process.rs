@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 use std::fs::OpenOptions;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -104,14 +105,25 @@ pub fn is_running(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// Every live process whose root is `root`: the daemons and whatever job steps they started.
-pub fn in_root(root: &Path) -> Vec<u32> {
+/// Every live process whose root is `root` or that lives in the network namespace at `netns`: the
+/// daemons, the job steps they started, and any process still on its way into the root.
+pub fn in_cluster(root: &Path, netns: &Path) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
+    let ns = std::fs::metadata(netns).ok().map(|m| (m.dev(), m.ino()));
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| root_of(*pid).as_deref() == Some(root) && is_running(*pid))
+        .filter(|pid| {
+            let in_ns = || {
+                std::fs::metadata(format!("/proc/{pid}/ns/net"))
+                    .ok()
+                    .map(|m| (m.dev(), m.ino()))
+                    == ns
+            };
+            (root_of(*pid).as_deref() == Some(root) || (ns.is_some() && in_ns()))
+                && is_running(*pid)
+        })
         .collect()
 }
 
