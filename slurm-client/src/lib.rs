@@ -75,7 +75,7 @@ pub use response::Response;
 pub use retry::RetryPolicy;
 pub use version::{ApiVersion, ParseApiVersionError};
 
-/// Re-exported: the HTTP [`Method`](reqwest::Method) used in [`Request`] and [`Error`].
+/// Re-exported: the HTTP [`Method`] used in [`Request`] and [`Error`].
 pub use reqwest::Method;
 /// Re-exported: [`SecretString`](secrecy::SecretString) and friends, used for tokens and keys.
 pub use secrecy;
