@@ -1,9 +1,10 @@
 //! Finds the real Slurm clusters integration tests run against.
 //!
 //! Sources, first match wins:
-//! 1. `SLURM_TEST_ENV=/path/to/cluster.env` — one cluster env file;
-//! 2. `SLURM_REST_URL` and `SLURM_JWT` in the environment — an existing server;
-//! 3. every `/run/slurm-dev/*/cluster.env` written by `cargo xtask slurm up`.
+//! 1. `SLURM_TEST_ENV_FILES=/a/cluster.env:/b/cluster.env` — what `cargo xtask test` sets;
+//! 2. `SLURM_TEST_ENV=/path/to/cluster.env` — one cluster env file;
+//! 3. `SLURM_REST_URL` and `SLURM_JWT` in the environment — an existing server;
+//! 4. every `/run/slurm-dev/*/cluster.env` written by `cargo xtask slurm up`.
 //!
 //! With none of them the tests fail (they never skip): start a cluster with
 //! `cargo xtask slurm up --release 24.11` (or 26.05).
@@ -90,6 +91,18 @@ impl Cluster {
 
 /// Every cluster to test against; panics with instructions when there is none.
 pub fn clusters() -> Vec<Cluster> {
+    if let Ok(paths) = std::env::var("SLURM_TEST_ENV_FILES") {
+        let found: Vec<Cluster> = paths
+            .split(':')
+            .filter(|p| !p.is_empty())
+            .map(|p| load(Path::new(p)))
+            .collect();
+        assert!(
+            !found.is_empty(),
+            "SLURM_TEST_ENV_FILES is set but names no file"
+        );
+        return found;
+    }
     if let Ok(path) = std::env::var("SLURM_TEST_ENV") {
         return vec![load(Path::new(&path))];
     }
@@ -116,7 +129,8 @@ pub fn clusters() -> Vec<Cluster> {
         panic!(
             "no Slurm cluster for integration tests: start one with \
              `cargo xtask slurm up --release 24.11` (writes /run/slurm-dev/<release>/cluster.env), \
-             or set SLURM_TEST_ENV=/path/to/cluster.env, or SLURM_REST_URL and SLURM_JWT"
+             or set SLURM_TEST_ENV=/path/to/cluster.env (SLURM_TEST_ENV_FILES for several, \
+             separated by `:`), or SLURM_REST_URL and SLURM_JWT"
         );
     }
     found
