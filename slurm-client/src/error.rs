@@ -279,16 +279,27 @@ impl Error {
     }
 
     /// Whether trying the same idempotent request again may succeed: transport failures,
-    /// timeouts and HTTP 502/503/504 (but not an authentication 502).
+    /// timeouts, HTTP 502/503/504 (but not an authentication 502), and Slurm errors saying
+    /// slurmrestd could not reach slurmctld (e.g. while it restarts).
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Transport { .. } | Error::Timeout { .. } => true,
-            Error::Status { status, .. } | Error::Rejected { status, .. } => {
+            Error::Status { status, .. } => matches!(status, 502..=504),
+            Error::Rejected { status, errors, .. } => {
                 matches!(status, 502..=504)
+                    || errors
+                        .iter()
+                        .any(|e| e.error_number.is_some_and(is_communication_error))
             }
             _ => false,
         }
     }
+}
+
+/// Slurm's "could not talk to the daemon" errors: SLURM_COMMUNICATIONS_*_ERROR (1001–1004),
+/// SLURMCTLD_COMMUNICATIONS_* (1800–1804) and SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT (5004).
+fn is_communication_error(number: i64) -> bool {
+    matches!(number, 1001..=1004 | 1800..=1804 | 5004)
 }
 
 fn list(errors: &[SlurmError]) -> String {
@@ -383,5 +394,18 @@ mod tests {
             detail: String::new(),
         };
         assert!(!auth.is_transient());
+        let rejected = |number| Error::Rejected {
+            method: Method::GET,
+            path: "/".into(),
+            status: 500,
+            errors: vec![SlurmError {
+                error_number: Some(number),
+                ..SlurmError::default()
+            }],
+        };
+        assert!(rejected(1800).is_transient());
+        assert!(rejected(1001).is_transient());
+        assert!(!rejected(2000).is_transient());
+        assert!(!rejected(1007).is_transient());
     }
 }
