@@ -7,6 +7,7 @@
 
 mod codegen;
 mod overlay;
+mod prune;
 mod rules;
 
 use std::path::{Path, PathBuf};
