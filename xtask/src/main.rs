@@ -1,5 +1,6 @@
 //! The project's own tasks: `cargo xtask --help`.
 
+mod demo;
 mod generate;
 mod openapi;
 mod slurm;
@@ -22,6 +23,8 @@ enum Cmd {
     /// Local Slurm clusters for development and tests.
     #[command(subcommand)]
     Slurm(slurm::SlurmCmd),
+    /// Start a real Slurm 26.05 cluster (or use the running one) and show the tools working against it.
+    Demo,
     /// Everything CI runs: generated-code check, fmt, clippy, and all tests against real Slurm 24.11 and 26.05
     /// clusters, started and stopped here (needs root).
     Test {
@@ -57,6 +60,7 @@ fn workspace() -> std::path::PathBuf {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().cmd {
         Cmd::Slurm(cmd) => slurm::run(cmd),
+        Cmd::Demo => demo::run(&workspace()),
         Cmd::Test { cargo_args } => test::run(&workspace(), &cargo_args),
         Cmd::Openapi(OpenapiCmd::Fetch) => openapi::fetch(&workspace()),
         Cmd::Generate { check } => generate::run(check),
