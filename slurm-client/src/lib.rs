@@ -53,7 +53,9 @@ mod endpoint;
 mod env;
 mod envelope;
 mod error;
+pub mod model;
 mod negotiate;
+mod ops;
 mod request;
 mod response;
 mod retry;
@@ -69,6 +71,11 @@ pub use builder::ClientBuilder;
 pub use client::Client;
 pub use envelope::{Meta, SlurmError, SlurmWarning};
 pub use error::{Error, ErrorKind};
+pub use model::{
+    ArrayInfo, ExitCode, Job, JobFlag, JobList, JobQuery, JobState, JobSubmission, JobUpdate,
+    Limit, Node, NodeFlag, NodeList, NodeQuery, NodeState, NodeStateChange, NodeUpdate,
+    SubmittedJob, Tres,
+};
 pub use negotiate::Negotiated;
 pub use request::{Request, path_segment};
 pub use response::Response;

@@ -1,0 +1,481 @@
+//! Jobs in slurmctld: list, get, submit, update, signal/cancel, hold/release, requeue.
+
+use crate::model::{Job, JobList, JobQuery, JobSubmission, JobUpdate, SubmittedJob};
+use crate::{ApiVersion, Client, Error, Request, Response, SlurmError, path_segment};
+
+impl Client {
+    /// Lists jobs (`GET /slurm/vX/jobs/`), filtered by `query`.
+    ///
+    /// With [`JobQuery::update_time`] set, slurmctld answers with every job if anything
+    /// changed since then, and with none ([`JobList::unchanged`]) otherwise — the cheap way
+    /// to poll; see also [`JobTracker`](crate::JobTracker).
+    pub async fn list_jobs(&self, query: &JobQuery) -> Result<Response<JobList>, Error> {
+        let version = self.version().await?;
+        let mut request = Request::get(format!("/slurm/{version}/jobs/"));
+        if let Some(time) = query.update_time {
+            request = request.query("update_time", update_time_param(version, time));
+        }
+        if query.all {
+            request = request.query("flags", "ALL");
+        }
+        let mut response = dispatch!(self, "job listing", list(self, request))?;
+        let list = &mut response.value;
+        list.unchanged =
+            query.update_time.is_some() && list.jobs.is_empty() && list.last_update.is_none();
+        list.jobs.retain(|job| query.matches(job));
+        Ok(response)
+    }
+
+    /// One job (`GET /slurm/vX/job/{id}`); [`Error::NotFound`] if slurmctld does not know it
+    /// (any more). For a job array's id this is the record with exactly that id.
+    pub async fn get_job(&self, id: u32) -> Result<Response<Job>, Error> {
+        let response = self.get_job_records(id).await?;
+        let path = response_path(self, id).await?;
+        let mut found = None;
+        let response = response.map(|jobs| {
+            let exact = jobs.iter().position(|j| j.id == id);
+            found = exact.or(if jobs.is_empty() { None } else { Some(0) });
+            jobs
+        });
+        match found {
+            Some(i) => Ok(response.map(|mut jobs| jobs.swap_remove(i))),
+            None => Err(Error::NotFound {
+                method: crate::Method::GET,
+                path,
+                status: response.status,
+                errors: Vec::new(),
+            }),
+        }
+    }
+
+    /// Every record `GET /slurm/vX/job/{id}` returns: one job, or every task of a job array
+    /// or component of a heterogeneous job.
+    pub async fn get_job_records(&self, id: u32) -> Result<Response<Vec<Job>>, Error> {
+        let request = Request::get(response_path(self, id).await?);
+        let response = dispatch!(self, "job query", list(self, request))?;
+        Ok(response.map(|list| list.jobs))
+    }
+
+    /// Submits a batch job (`POST /slurm/vX/job/submit`). Never retried: a submission that
+    /// timed out may still have been accepted.
+    ///
+    /// Slurm's refusals (invalid partition, account, …) come back as
+    /// [`Error::Rejected`] with every entry of `errors[]`.
+    pub async fn submit_job(&self, job: &JobSubmission) -> Result<Response<SubmittedJob>, Error> {
+        job.validate()
+            .map_err(|e| Error::Config(format!("invalid job submission: {e}")))?;
+        let version = self.version().await?;
+        let path = format!("/slurm/{version}/job/submit");
+        dispatch!(self, "job submission", submit(self, path, job))
+    }
+
+    /// Changes a job (`POST /slurm/vX/job/{id}`): time limit, comment, priority, hold, …
+    pub async fn update_job(&self, id: u32, update: &JobUpdate) -> Result<Response<()>, Error> {
+        if update.is_empty() {
+            return Err(Error::Config(format!(
+                "job update for {id} changes nothing"
+            )));
+        }
+        let path = response_path(self, id).await?;
+        dispatch!(self, "job update", update(self, path, update))
+    }
+
+    /// Holds a pending job (priority 0, `scontrol hold`).
+    pub async fn hold_job(&self, id: u32) -> Result<Response<()>, Error> {
+        self.update_job(id, &JobUpdate::default().hold(true)).await
+    }
+
+    /// Releases a held job (`scontrol release`).
+    pub async fn release_job(&self, id: u32) -> Result<Response<()>, Error> {
+        self.update_job(id, &JobUpdate::default().hold(false)).await
+    }
+
+    /// Cancels a job (`scancel`: sends SIGKILL). [`Error::NotFound`] for an unknown job.
+    pub async fn cancel_job(&self, id: u32) -> Result<Response<()>, Error> {
+        self.signal_job(id, "KILL").await
+    }
+
+    /// Sends `signal` (a name such as `"TERM"`, `"USR1"`, or a number) to a job
+    /// (`DELETE /slurm/vX/job/{id}?signal=…`).
+    pub async fn signal_job(&self, id: u32, signal: &str) -> Result<Response<()>, Error> {
+        if signal.is_empty() || !signal.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(Error::Config(format!(
+                "invalid signal {signal:?}: expected a name like TERM or a number"
+            )));
+        }
+        let path = response_path(self, id).await?;
+        let request = Request::delete(path.clone()).query("signal", signal);
+        dispatch!(self, "job signal", kill(self, request, path))
+    }
+
+    /// Requeues a job (`scontrol requeue`). Only REST v0.0.45 (Slurm 26.05) has it; older
+    /// versions give [`Error::Unsupported`].
+    pub async fn requeue_job(&self, id: u32) -> Result<Response<()>, Error> {
+        let path = format!("{}/requeue", response_path(self, id).await?);
+        dispatch!(self, "job requeue", requeue(self, path))
+    }
+}
+
+async fn response_path(client: &Client, id: u32) -> Result<String, Error> {
+    let version = client.version().await?;
+    Ok(format!(
+        "/slurm/{version}/job/{}",
+        path_segment(&id.to_string())
+    ))
+}
+
+/// The `update_time` query value. v0.0.40 and v0.0.41 reject plain epoch numbers (Slurm
+/// 24.11 answers "Parsing of … for timestamp failed"), so they get Slurm's relative form
+/// `now-<n>seconds`, computed from this machine's clock (one second earlier, to be safe).
+pub(crate) fn update_time_param(version: ApiVersion, time: i64) -> String {
+    if version >= ApiVersion::V0_0_42 {
+        return time.to_string();
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    format!("now-{}seconds", (now - time).max(0) + 1)
+}
+
+/// The job-kill answer's per-job `status[]` entries that carry an error (v0.0.42+), as an
+/// [`Error`]: `NotFound` for an unknown job, `Rejected` otherwise.
+fn kill_error(path: String, status: u16, errors: Vec<SlurmError>) -> Result<(), Error> {
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let method = crate::Method::DELETE;
+    if errors.iter().any(|e| e.error_number == Some(2017)) {
+        Err(Error::NotFound {
+            method,
+            path,
+            status,
+            errors,
+        })
+    } else {
+        Err(Error::Rejected {
+            method,
+            path,
+            status,
+            errors,
+        })
+    }
+}
+
+/// The part every version shares; expects the aliases `JobsResp`, `JobItem`, `SubmitReq`,
+/// `SubmitResp`, `UpdateReq`, `UpdateResp`, `KillResp` and a `kill_status(KillResp) ->
+/// Vec<SlurmError>` function in scope.
+macro_rules! jobs_version {
+    () => {
+        use crate::model::{
+            ArrayInfo, ExitCode, Job, JobFlag, JobList, JobState, JobSubmission, JobUpdate, Limit,
+            SubmittedJob, Tres, epoch, split_states, text,
+        };
+        use crate::ops::{id32, strings, wire};
+        use crate::{Client, Error, Request, Response};
+
+        pub(super) async fn list(
+            client: &Client,
+            request: Request,
+        ) -> Result<Response<JobList>, Error> {
+            let response = client.request::<JobsResp>(request).await?;
+            Ok(response.map(|r| JobList {
+                jobs: r
+                    .jobs
+                    .map(Vec::<JobItem>::from)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(job)
+                    .collect(),
+                last_update: epoch(noval!(r.last_update).value()),
+                last_backfill: epoch(noval!(r.last_backfill).value()),
+                unchanged: false,
+            }))
+        }
+
+        fn job(j: JobItem) -> Job {
+            let (state, state_flags) = split_states(
+                strings(j.job_state),
+                JobState::parse,
+                JobFlag::parse,
+                JobState::default(),
+            );
+            let array_job_id = noval!(j.array_job_id)
+                .narrow::<u32>()
+                .value()
+                .filter(|id| *id > 0);
+            let array = array_job_id.map(|job_id| ArrayInfo {
+                job_id,
+                task_id: noval!(j.array_task_id).narrow::<u32>().value(),
+                task_string: text(j.array_task_string),
+                max_tasks: noval!(j.array_max_tasks).narrow::<u32>().value(),
+            });
+            let exit_code = j.exit_code.map(|e| ExitCode {
+                status: strings(e.status),
+                return_code: noval!(e.return_code).value(),
+                signal: e.signal.as_ref().and_then(|s| noval!(s.id.clone()).value()),
+                signal_name: e.signal.and_then(|s| text(s.name)),
+            });
+            Job {
+                id: id32(j.job_id).unwrap_or_default(),
+                name: j.name.unwrap_or_default(),
+                user: j.user_name.unwrap_or_default(),
+                user_id: id32(j.user_id),
+                group_id: id32(j.group_id),
+                account: text(j.account),
+                partition: text(j.partition),
+                qos: text(j.qos),
+                reservation: text(j.resv_name),
+                state,
+                state_flags,
+                reason: text(j.state_reason).filter(|r| r != "None"),
+                state_description: text(j.state_description),
+                nodes: text(j.nodes),
+                node_count: noval!(j.node_count).narrow(),
+                cpus: noval!(j.cpus).narrow(),
+                tasks: noval!(j.tasks).narrow(),
+                cpus_per_task: noval!(j.cpus_per_task).narrow(),
+                memory_per_node_mb: noval!(j.memory_per_node).narrow(),
+                memory_per_cpu_mb: noval!(j.memory_per_cpu).narrow(),
+                tres_requested: Tres::parse(j.tres_req_str.as_deref().unwrap_or_default()),
+                tres_allocated: Tres::parse(j.tres_alloc_str.as_deref().unwrap_or_default()),
+                tres_per_node: text(j.tres_per_node),
+                submit_time: epoch(noval!(j.submit_time).value()),
+                eligible_time: epoch(noval!(j.eligible_time).value()),
+                start_time: epoch(noval!(j.start_time).value()),
+                end_time: epoch(noval!(j.end_time).value()),
+                last_sched_evaluation: epoch(noval!(j.last_sched_evaluation).value()),
+                time_limit_minutes: noval!(j.time_limit).narrow(),
+                priority: noval!(j.priority).narrow(),
+                nice: j.nice,
+                held: j.hold.unwrap_or_default(),
+                exit_code,
+                array,
+                batch_host: text(j.batch_host),
+                batch: j.batch_flag.unwrap_or_default(),
+                comment: text(j.comment),
+                working_directory: text(j.current_working_directory),
+                stdout: text(j.standard_output),
+                stderr: text(j.standard_error),
+                command: text(j.command),
+                dependency: text(j.dependency),
+                features: text(j.features),
+                licenses: text(j.licenses),
+                restart_count: id32(j.restart_cnt).unwrap_or_default(),
+                requeue: j.requeue.unwrap_or_default(),
+                cluster: text(j.cluster),
+            }
+        }
+
+        pub(super) async fn submit(
+            client: &Client,
+            path: String,
+            submission: &JobSubmission,
+        ) -> Result<Response<SubmittedJob>, Error> {
+            let mut body = SubmitReq::default();
+            let job = body.job.get_or_insert_with(Default::default);
+            let s = submission.clone();
+            job.script = Some(s.script);
+            job.name = s.name;
+            job.partition = s.partition;
+            job.account = s.account;
+            job.qos = s.qos;
+            job.reservation = s.reservation;
+            job.tasks = s.tasks.map(i64::from);
+            job.cpus_per_task = s.cpus_per_task.map(i64::from);
+            job.minimum_nodes = s.nodes.map(i64::from);
+            if let Some(mb) = s.memory_per_node_mb {
+                job.memory_per_node = wire(Limit::Value(mb));
+            }
+            if let Some(mb) = s.memory_per_cpu_mb {
+                job.memory_per_cpu = wire(Limit::Value(mb));
+            }
+            if let Some(minutes) = s.time_limit_minutes {
+                job.time_limit = wire(Limit::Value(minutes));
+            }
+            job.tres_per_node = s.tres_per_node;
+            job.constraints = s.constraints;
+            job.current_working_directory = s.working_directory;
+            let environment = if s.environment.is_empty() {
+                vec!["PATH=/bin:/usr/bin:/usr/local/bin".to_string()]
+            } else {
+                s.environment
+            };
+            job.environment = Some(environment.into());
+            job.standard_output = s.stdout;
+            job.standard_error = s.stderr;
+            job.comment = s.comment;
+            job.dependency = s.dependency;
+            job.array = s.array;
+            job.hold = s.hold.then_some(true);
+            job.nice = s.nice;
+            let request = Request::post(path).json(&body);
+            let response = client.request::<SubmitResp>(request).await?;
+            Ok(response.map(|r| SubmittedJob {
+                job_id: id32(r.job_id).unwrap_or_default(),
+                step_id: text(r.step_id),
+                user_message: text(r.job_submit_user_msg),
+            }))
+        }
+
+        pub(super) async fn update(
+            client: &Client,
+            path: String,
+            update: &JobUpdate,
+        ) -> Result<Response<()>, Error> {
+            let mut body = UpdateReq::default();
+            let u = update.clone();
+            if let Some(limit) = u.time_limit_minutes {
+                body.time_limit = wire(limit);
+            }
+            if let Some(priority) = u.priority {
+                body.priority = wire(priority);
+            }
+            body.comment = u.comment;
+            body.hold = u.hold;
+            body.name = u.name;
+            body.partition = u.partition;
+            body.qos = u.qos;
+            body.account = u.account;
+            body.nice = u.nice;
+            let request = Request::post(path).json(&body);
+            Ok(client.request::<UpdateResp>(request).await?.map(|_| ()))
+        }
+
+        pub(super) async fn kill(
+            client: &Client,
+            request: Request,
+            path: String,
+        ) -> Result<Response<()>, Error> {
+            let response = client.request::<KillResp>(request).await?;
+            let status = response.status;
+            let mut failures = Vec::new();
+            let response = response.map(|r| failures = kill_status(r));
+            super::kill_error(path, status, failures)?;
+            Ok(response)
+        }
+    };
+}
+
+/// v0.0.42+ report per-job kill failures in `status[]` (with HTTP 200).
+#[allow(unused_macros)] // not every version needs it
+macro_rules! kill_status_list {
+    () => {
+        fn kill_status(r: KillResp) -> Vec<crate::SlurmError> {
+            r.status
+                .map(Vec::from)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|s| s.error)
+                .filter(|e| e.code.is_some_and(|c| c != 0))
+                .map(|e| crate::SlurmError {
+                    error_number: e.code,
+                    error: e.string,
+                    description: e.message,
+                    source: Some("status[]".into()),
+                })
+                .collect()
+        }
+    };
+}
+
+#[cfg(feature = "v0_0_40")]
+mod v0_0_40 {
+    use crate::v0_0_40::types as t;
+    type JobsResp = t::V0040OpenapiJobInfoResp;
+    type JobItem = t::V0040JobInfo;
+    type SubmitReq = t::V0040JobSubmitReq;
+    type SubmitResp = t::V0040OpenapiJobSubmitResponse;
+    type UpdateReq = t::V0040JobDescMsg;
+    type UpdateResp = t::V0040OpenapiJobPostResponse;
+    type KillResp = t::V0040OpenapiResp;
+    /// v0.0.40 reports kill failures in `errors[]` only.
+    fn kill_status(_: KillResp) -> Vec<crate::SlurmError> {
+        Vec::new()
+    }
+    jobs_version!();
+    unsupported! { requeue(path: String) -> Response<()> = "job requeue"; }
+}
+
+#[cfg(feature = "v0_0_41")]
+mod v0_0_41 {
+    use crate::v0_0_41::types as t;
+    type JobsResp = t::V0041OpenapiJobInfoResp;
+    type JobItem = t::V0041OpenapiJobInfoRespJobsItem;
+    type SubmitReq = t::SlurmV0041PostJobSubmitBody;
+    type SubmitResp = t::SlurmV0041PostJobSubmitResponse;
+    type UpdateReq = t::SlurmV0041PostJobBody;
+    type UpdateResp = t::SlurmV0041PostJobResponse;
+    type KillResp = t::V0041OpenapiResp;
+    /// v0.0.41 reports kill failures in `errors[]` only.
+    fn kill_status(_: KillResp) -> Vec<crate::SlurmError> {
+        Vec::new()
+    }
+    jobs_version!();
+    unsupported! { requeue(path: String) -> Response<()> = "job requeue"; }
+}
+
+#[cfg(feature = "v0_0_42")]
+mod v0_0_42 {
+    use crate::v0_0_42::types as t;
+    type JobsResp = t::V0042OpenapiJobInfoResp;
+    type JobItem = t::V0042JobInfo;
+    type SubmitReq = t::V0042JobSubmitReq;
+    type SubmitResp = t::V0042OpenapiJobSubmitResponse;
+    type UpdateReq = t::V0042JobDescMsg;
+    type UpdateResp = t::V0042OpenapiJobPostResponse;
+    type KillResp = t::V0042OpenapiKillJobResp;
+    kill_status_list!();
+    jobs_version!();
+    unsupported! { requeue(path: String) -> Response<()> = "job requeue"; }
+}
+
+#[cfg(feature = "v0_0_43")]
+mod v0_0_43 {
+    use crate::v0_0_43::types as t;
+    type JobsResp = t::V0043OpenapiJobInfoResp;
+    type JobItem = t::V0043JobInfo;
+    type SubmitReq = t::V0043JobSubmitReq;
+    type SubmitResp = t::V0043OpenapiJobSubmitResponse;
+    type UpdateReq = t::V0043JobDescMsg;
+    type UpdateResp = t::V0043OpenapiJobPostResponse;
+    type KillResp = t::V0043OpenapiKillJobResp;
+    kill_status_list!();
+    jobs_version!();
+    unsupported! { requeue(path: String) -> Response<()> = "job requeue"; }
+}
+
+#[cfg(feature = "v0_0_44")]
+mod v0_0_44 {
+    use crate::v0_0_44::types as t;
+    type JobsResp = t::V0044OpenapiJobInfoResp;
+    type JobItem = t::V0044JobInfo;
+    type SubmitReq = t::V0044JobSubmitReq;
+    type SubmitResp = t::V0044OpenapiJobSubmitResponse;
+    type UpdateReq = t::V0044JobDescMsg;
+    type UpdateResp = t::V0044OpenapiJobPostResponse;
+    type KillResp = t::V0044OpenapiKillJobResp;
+    kill_status_list!();
+    jobs_version!();
+    unsupported! { requeue(path: String) -> Response<()> = "job requeue"; }
+}
+
+#[cfg(feature = "v0_0_45")]
+mod v0_0_45 {
+    use crate::v0_0_45::types as t;
+    type JobsResp = t::V0045OpenapiJobInfoResp;
+    type JobItem = t::V0045JobInfo;
+    type SubmitReq = t::V0045JobSubmitReq;
+    type SubmitResp = t::V0045OpenapiJobSubmitResponse;
+    type UpdateReq = t::V0045JobDescMsg;
+    type UpdateResp = t::V0045OpenapiJobPostResponse;
+    type KillResp = t::V0045OpenapiKillJobResp;
+    type RequeueResp = t::V0045OpenapiJobRequeueResp;
+    kill_status_list!();
+    jobs_version!();
+
+    /// Only v0.0.45 has `GET /job/{id}/requeue`.
+    pub(super) async fn requeue(client: &Client, path: String) -> Result<Response<()>, Error> {
+        let request = Request::get(path).idempotent(false);
+        Ok(client.request::<RequeueResp>(request).await?.map(|_| ()))
+    }
+}
