@@ -1,0 +1,293 @@
+//! The collection loop: one ticker for all sources; each source runs in its own task with
+//! its own time limit, so a slow or failing source never holds up another. When a source
+//! finishes, its families replace its previous ones and a new snapshot is assembled from
+//! the latest families of every source (a failed source keeps its previous families).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tracing::{debug, info, warn};
+
+use crate::render::{self, Rendered};
+use crate::snapshot::{Snapshot, SnapshotCell};
+use crate::sources::{Collected, Ctx, Failure, Source, SourceKind};
+use crate::status::{self, SourceStatus};
+
+/// Source states and the snapshot served to scrapes.
+#[derive(Debug)]
+pub struct Store {
+    sources: Mutex<Vec<SourceStatus>>,
+    /// The snapshot scrapes read.
+    pub snapshot: SnapshotCell,
+}
+
+impl Store {
+    /// A store for these sources, with no snapshot yet.
+    pub fn new(kinds: &[SourceKind]) -> Store {
+        Store {
+            sources: Mutex::new(kinds.iter().map(|k| SourceStatus::new(*k)).collect()),
+            snapshot: SnapshotCell::default(),
+        }
+    }
+
+    /// Records the outcome of one collection and publishes a new snapshot once every
+    /// source has been tried at least once.
+    fn record(
+        &self,
+        kind: SourceKind,
+        duration: Duration,
+        outcome: Result<Option<(Rendered, usize)>, Failure>,
+    ) {
+        let mut sources = self.sources.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(s) = sources.iter_mut().find(|s| s.kind == kind) else {
+            return;
+        };
+        s.attempts += 1;
+        s.duration = duration;
+        match outcome {
+            Ok(fresh) => {
+                if let Some((fragment, series)) = fresh {
+                    s.fragment = Some(fragment);
+                    s.series = series;
+                }
+                s.last_success = Some(SystemTime::now());
+                s.last = Some(Ok(()));
+            }
+            Err(failure) => {
+                *s.errors.entry(failure.kind).or_default() += 1;
+                s.last = Some(Err(failure));
+            }
+        }
+        if sources.iter().all(|s| s.last.is_some()) {
+            self.snapshot.set(assemble(&sources));
+        }
+    }
+}
+
+/// Concatenates the sources' fragments and the self metrics into one snapshot.
+fn assemble(sources: &[SourceStatus]) -> Snapshot {
+    let own = render::render(&status::families(sources));
+    let size: usize = sources
+        .iter()
+        .filter_map(|s| s.fragment.as_ref())
+        .map(|f| f.prometheus.len())
+        .sum::<usize>()
+        + own.prometheus.len();
+    let mut prometheus = String::with_capacity(size);
+    let mut openmetrics = String::with_capacity(size + size / 8);
+    for fragment in sources.iter().filter_map(|s| s.fragment.as_ref()) {
+        prometheus.push_str(&fragment.prometheus);
+        openmetrics.push_str(&fragment.openmetrics);
+    }
+    prometheus.push_str(&own.prometheus);
+    openmetrics.push_str(&own.openmetrics);
+    Snapshot {
+        prometheus: Bytes::from(prometheus),
+        openmetrics: Bytes::from(openmetrics),
+        built: Instant::now(),
+        built_at: SystemTime::now(),
+    }
+}
+
+/// Runs the collection loop until the returned set is dropped or aborted.
+pub fn spawn(
+    sources: Vec<(Box<dyn Source>, Duration)>,
+    ctx: Ctx,
+    interval: Duration,
+    store: Arc<Store>,
+) -> JoinSet<()> {
+    let mut tasks = JoinSet::new();
+    let (tick, _) = watch::channel(0u64);
+    for (source, limit) in sources {
+        tasks.spawn(run_source(
+            source,
+            limit,
+            ctx.clone(),
+            tick.subscribe(),
+            store.clone(),
+        ));
+    }
+    tasks.spawn(async move {
+        let mut ticker = tokio::time::interval(interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticker.tick().await;
+            tick.send_modify(|n| *n += 1);
+        }
+    });
+    tasks
+}
+
+/// One source's task: waits for a tick, collects within its time limit, records the
+/// outcome. A tick that arrives while the source is still collecting is skipped, so a
+/// source never runs twice at once nor more often than once per interval.
+async fn run_source(
+    mut source: Box<dyn Source>,
+    limit: Duration,
+    ctx: Ctx,
+    mut tick: watch::Receiver<u64>,
+    store: Arc<Store>,
+) {
+    let kind = source.kind();
+    let mut previous: Option<Result<(), Failure>> = None;
+    while tick.changed().await.is_ok() {
+        let started = Instant::now();
+        let outcome = match tokio::time::timeout(limit, source.collect(&ctx)).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure {
+                kind: "timeout",
+                message: format!("no complete answer within {limit:?}"),
+            }),
+        };
+        let duration = started.elapsed();
+        let state = outcome.as_ref().map(|_| ()).map_err(Clone::clone);
+        log_change(kind, previous.as_ref(), &state, duration);
+        previous = Some(state);
+        let rendered = outcome.map(|collected| match collected {
+            Collected::Families(families) => {
+                let series = families.iter().map(|f| f.len()).sum();
+                Some((render::render(&families), series))
+            }
+            Collected::Unchanged => None,
+        });
+        store.record(kind, duration, rendered);
+        // Skip ticks that came while collecting.
+        tick.borrow_and_update();
+    }
+}
+
+/// Logs when a source's state changes (first result, failure, different failure,
+/// recovery), not on every interval.
+fn log_change(
+    kind: SourceKind,
+    previous: Option<&Result<(), Failure>>,
+    now: &Result<(), Failure>,
+    took: Duration,
+) {
+    let source = kind.name();
+    match (previous, now) {
+        (None, Ok(())) => info!(source, ?took, "source collected"),
+        (Some(Err(_)), Ok(())) => info!(source, ?took, "source recovered"),
+        (Some(Ok(())), Ok(())) => debug!(source, ?took, "source collected"),
+        (Some(Err(old)), Err(new)) if old.kind == new.kind => {
+            debug!(source, kind = new.kind, error = %new.message, "source still failing")
+        }
+        (_, Err(new)) => warn!(
+            source,
+            kind = new.kind,
+            error = %new.message,
+            "source failed; serving its previous metrics"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::family::Family;
+    use crate::sources::CollectFuture;
+
+    /// A source that plays back a script of outcomes.
+    struct Scripted {
+        kind: SourceKind,
+        script: Vec<Result<f64, &'static str>>,
+        delay: Duration,
+    }
+
+    impl Source for Scripted {
+        fn kind(&self) -> SourceKind {
+            self.kind
+        }
+        fn collect<'a>(&'a mut self, _ctx: &'a Ctx) -> CollectFuture<'a> {
+            Box::pin(async move {
+                tokio::time::sleep(self.delay).await;
+                let next = if self.script.len() > 1 {
+                    self.script.remove(0)
+                } else {
+                    self.script[0]
+                };
+                match next {
+                    Ok(v) => {
+                        let mut f = Family::gauge("slurm_test_value", "A test value.", &["source"]);
+                        f.set(&[self.kind.name()], v);
+                        Ok(Collected::Families(vec![f]))
+                    }
+                    Err(kind) => Err(Failure {
+                        kind,
+                        message: "scripted".into(),
+                    }),
+                }
+            })
+        }
+    }
+
+    fn ctx() -> Ctx {
+        Ctx::new(
+            slurm_client::Client::builder("http://127.0.0.1:9")
+                .build()
+                .unwrap(),
+            2,
+        )
+    }
+
+    fn text(store: &Store) -> String {
+        String::from_utf8(store.snapshot.get().unwrap().prometheus.to_vec()).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failed_source_keeps_its_metrics_and_slow_source_does_not_block() {
+        let store = Arc::new(Store::new(&[SourceKind::Diag, SourceKind::Jobs]));
+        let diag = Scripted {
+            kind: SourceKind::Diag,
+            script: vec![Ok(1.0), Err("transport"), Ok(3.0)],
+            delay: Duration::from_millis(10),
+        };
+        let jobs = Scripted {
+            kind: SourceKind::Jobs,
+            script: vec![Ok(7.0)],
+            delay: Duration::from_secs(100),
+        };
+        let _tasks = spawn(
+            vec![
+                (Box::new(diag), Duration::from_secs(5)),
+                (Box::new(jobs), Duration::from_secs(5)),
+            ],
+            ctx(),
+            Duration::from_secs(10),
+            store.clone(),
+        );
+        // Nothing is published before every source was tried once.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(store.snapshot.get().is_none());
+        // jobs times out at 5 s; diag succeeded.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let t = text(&store);
+        assert!(t.contains("slurm_test_value{source=\"diag\"} 1\n"), "{t}");
+        assert!(t.contains("slurm_up 1\n"), "{t}");
+        assert!(
+            t.contains("slurm_exporter_collect_errors_total{source=\"jobs\",kind=\"timeout\"} 1\n"),
+            "{t}"
+        );
+        // Second round: diag fails and keeps its value.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let t = text(&store);
+        assert!(t.contains("slurm_test_value{source=\"diag\"} 1\n"), "{t}");
+        assert!(t.contains("slurm_up 0\n"), "{t}");
+        assert!(
+            t.contains("slurm_exporter_source_up{source=\"diag\"} 0\n"),
+            "{t}"
+        );
+        // Third round: recovered.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let t = text(&store);
+        assert!(t.contains("slurm_test_value{source=\"diag\"} 3\n"), "{t}");
+        assert!(t.contains("slurm_up 1\n"), "{t}");
+        assert!(
+            t.contains("slurm_exporter_collections_total{source=\"diag\"} 3\n"),
+            "{t}"
+        );
+    }
+}
