@@ -1,0 +1,25 @@
+//! One module per top-level command.
+
+pub mod get;
+pub mod jobs;
+pub mod ping;
+pub mod token;
+
+use slurm_client::Client;
+
+use crate::config::Connection;
+use crate::output::Output;
+
+/// What every command gets: the connection settings and the output format.
+#[derive(Debug)]
+pub struct Context {
+    pub connection: Connection,
+    pub output: Output,
+}
+
+impl Context {
+    /// A client for the configured server (nothing is sent yet).
+    pub fn client(&self) -> anyhow::Result<Client> {
+        Ok(self.connection.client()?)
+    }
+}

@@ -1,0 +1,247 @@
+//! Turning model values into table cells, and parsing durations from flags.
+
+use std::fmt::Display;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use slurm_client::Limit;
+
+/// What an empty cell shows.
+pub const NONE: &str = "-";
+
+/// Parses `90`, `90s`, `500ms`, `15m`, `2h`, `1d` (a plain number is seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration such as 90s, 15m, 2h or 1d"))?;
+    let secs = match unit.trim() {
+        "" | "s" => n,
+        "ms" => n / 1000.0,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        "d" => n * 86400.0,
+        other => {
+            return Err(format!(
+                "{text:?}: unknown unit {other:?} (use ms, s, m, h or d)"
+            ));
+        }
+    };
+    if !(secs > 0.0 && secs.is_finite()) {
+        return Err(format!("{text:?} must be a positive duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses a time limit as Slurm's `--time` does: `MM`, `MM:SS`, `HH:MM:SS`, `D-HH`,
+/// `D-HH:MM`, `D-HH:MM:SS`, or a duration with a unit (`2h`); gives whole minutes
+/// (rounded up). `infinite`/`unlimited` give `Infinite`.
+pub fn parse_time_limit(text: &str) -> Result<Limit<u32>, String> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("infinite") || t.eq_ignore_ascii_case("unlimited") {
+        return Ok(Limit::Infinite);
+    }
+    let bad =
+        || format!("{text:?} is not a time limit such as 30 (minutes), 1:30:00, 2-00:00:00 or 2h");
+    let seconds: u64 = if t.ends_with(|c: char| c.is_ascii_alphabetic()) {
+        parse_duration(t)?.as_secs()
+    } else {
+        let (days, rest) = match t.split_once('-') {
+            Some((d, rest)) => (d.parse::<u64>().map_err(|_| bad())?, rest),
+            None => (0, t),
+        };
+        let parts: Vec<u64> = rest
+            .split(':')
+            .map(|p| p.parse::<u64>().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        let (h, m, s) = match (t.contains('-'), parts.as_slice()) {
+            (false, [m]) => (0, *m, 0),
+            (false, [m, s]) => (0, *m, *s),
+            (_, [h, m, s]) => (*h, *m, *s),
+            (true, [h]) => (*h, 0, 0),
+            (true, [h, m]) => (*h, *m, 0),
+            _ => return Err(bad()),
+        };
+        ((days * 24 + h) * 60 + m) * 60 + s
+    };
+    let minutes = seconds.div_ceil(60).max(1);
+    u32::try_from(minutes)
+        .map(Limit::Value)
+        .map_err(|_| format!("{text:?} is too long"))
+}
+
+/// Parses a memory size as Slurm does: a number of MiB, or with a unit K, M, G or T.
+pub fn parse_memory_mb(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let bad = || format!("{text:?} is not a memory size such as 512 (MiB), 512M or 4G");
+    let (number, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: u64 = number.parse().map_err(|_| bad())?;
+    let mb = match unit.to_ascii_uppercase().trim_end_matches('B') {
+        "" | "M" => n,
+        "K" => n.div_ceil(1024),
+        "G" => n * 1024,
+        "T" => n * 1024 * 1024,
+        _ => return Err(bad()),
+    };
+    Ok(mb)
+}
+
+/// An optional value, or [`NONE`].
+pub fn opt<T: Display>(value: Option<T>) -> String {
+    value.map_or_else(|| NONE.to_string(), |v| v.to_string())
+}
+
+/// A Slurm number that may be unset or infinite.
+pub fn limit<T: Display>(value: Limit<T>) -> String {
+    match value {
+        Limit::Value(v) => v.to_string(),
+        Limit::Infinite => "UNLIMITED".into(),
+        Limit::Unset => NONE.into(),
+    }
+}
+
+/// A time limit in minutes, as `squeue` shows it (`1:00:00`, `2-00:00:00`, `UNLIMITED`).
+pub fn minutes(value: Limit<u32>) -> String {
+    match value {
+        Limit::Value(m) => elapsed(u64::from(m) * 60),
+        Limit::Infinite => "UNLIMITED".into(),
+        Limit::Unset => NONE.into(),
+    }
+}
+
+/// A memory size in MiB, shortened: `512M`, `4G`, `1.5T`.
+pub fn memory_mb(mb: u64) -> String {
+    if mb >= 1024 * 1024 && mb.is_multiple_of(1024 * 1024) {
+        format!("{}T", mb / (1024 * 1024))
+    } else if mb >= 1024 && mb.is_multiple_of(1024) {
+        format!("{}G", mb / 1024)
+    } else if mb >= 10 * 1024 {
+        format!("{:.1}G", mb as f64 / 1024.0)
+    } else {
+        format!("{mb}M")
+    }
+}
+
+/// Seconds as `squeue` shows a duration: `M:SS`, `H:MM:SS`, `D-HH:MM:SS`.
+pub fn elapsed(seconds: u64) -> String {
+    let (d, h, m, s) = (
+        seconds / 86400,
+        seconds / 3600 % 24,
+        seconds / 60 % 60,
+        seconds % 60,
+    );
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m}:{s:02}")
+    }
+}
+
+/// The current time in epoch seconds.
+pub fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// An epoch time as `2025-01-31 13:45:00` (UTC), or [`NONE`].
+pub fn time(epoch: Option<i64>) -> String {
+    let Some(t) = epoch else {
+        return NONE.into();
+    };
+    let (days, secs) = (t.div_euclid(86400), t.rem_euclid(86400));
+    let (y, mo, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// Year, month, day of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// A list joined with commas, or [`NONE`] when empty.
+pub fn list<T: Display>(items: &[T]) -> String {
+    if items.is_empty() {
+        return NONE.into();
+    }
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        assert_eq!(parse_duration("1d").unwrap(), Duration::from_secs(86400));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert!(parse_duration("1y").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn time_limits_like_sbatch() {
+        let m = |t| parse_time_limit(t).unwrap();
+        assert_eq!(m("30"), Limit::Value(30));
+        assert_eq!(m("1:30"), Limit::Value(2));
+        assert_eq!(m("1:30:00"), Limit::Value(90));
+        assert_eq!(m("2-0"), Limit::Value(2880));
+        assert_eq!(m("1-02:03"), Limit::Value(1563));
+        assert_eq!(m("1-00:00:00"), Limit::Value(1440));
+        assert_eq!(m("2h"), Limit::Value(120));
+        assert_eq!(m("unlimited"), Limit::Infinite);
+        assert!(parse_time_limit("1:2:3:4").is_err());
+        assert!(parse_time_limit("x").is_err());
+    }
+
+    #[test]
+    fn memory() {
+        assert_eq!(parse_memory_mb("512").unwrap(), 512);
+        assert_eq!(parse_memory_mb("4G").unwrap(), 4096);
+        assert_eq!(parse_memory_mb("4gb").unwrap(), 4096);
+        assert_eq!(parse_memory_mb("2048K").unwrap(), 2);
+        assert!(parse_memory_mb("lots").is_err());
+        assert_eq!(memory_mb(512), "512M");
+        assert_eq!(memory_mb(4096), "4G");
+        assert_eq!(memory_mb(15_000), "14.6G");
+    }
+
+    #[test]
+    fn times_and_durations_render_like_slurm() {
+        assert_eq!(elapsed(59), "0:59");
+        assert_eq!(elapsed(3600), "1:00:00");
+        assert_eq!(elapsed(90061), "1-01:01:01");
+        assert_eq!(minutes(Limit::Value(60)), "1:00:00");
+        assert_eq!(minutes(Limit::Infinite), "UNLIMITED");
+        assert_eq!(time(Some(0)), "1970-01-01 00:00:00");
+        assert_eq!(time(Some(1_700_000_000)), "2023-11-14 22:13:20");
+        assert_eq!(time(Some(951_782_400)), "2000-02-29 00:00:00");
+        assert_eq!(time(None), NONE);
+    }
+}

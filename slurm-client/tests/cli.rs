@@ -1,0 +1,1 @@
+//! The `slurm` command-line tool against real clusters (needs `--features cli`).
