@@ -2161,6 +2161,16 @@ pub mod types {
             Self(value)
         }
     }
+    ///`V0040JobStateRespJob`
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct V0040JobStateRespJob {
+        ///Job ID, e.g. `12`, `12_3` (array task) or `12+1` (hetjob component)
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub job_id: ::std::option::Option<::std::string::String>,
+        ///Current state
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub state: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    }
     ///`V0040JobStateWithReason`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct V0040JobStateWithReason {
@@ -2920,6 +2930,19 @@ pub mod types {
         ///First updated Step ID - Use results instead
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub step_id: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub warnings: ::std::option::Option<V0040OpenapiWarnings>,
+    }
+    ///Job states, as GET /slurm/v0.0.40/jobs/state/ really answers
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct V0040OpenapiJobStateResp {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<V0040OpenapiErrors>,
+        ///Job states
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub jobs: ::std::option::Option<::std::vec::Vec<V0040JobStateRespJob>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<V0040OpenapiMeta>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub warnings: ::std::option::Option<V0040OpenapiWarnings>,
     }
@@ -11675,8 +11698,8 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<
-            ResponseValue<types::V0040OpenapiJobInfoResp>,
-            Error<types::V0040OpenapiJobInfoResp>,
+            ResponseValue<types::V0040OpenapiJobStateResp>,
+            Error<types::V0040OpenapiJobStateResp>,
         > {
             let Self { client, job_id } = self;
             let job_id = job_id.map_err(Error::InvalidRequest)?;

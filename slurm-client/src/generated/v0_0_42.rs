@@ -2275,6 +2275,16 @@ pub mod types {
             Self(value)
         }
     }
+    ///`V0042JobStateRespJob`
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct V0042JobStateRespJob {
+        ///Job ID, e.g. `12`, `12_3` (array task) or `12+1` (hetjob component)
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub job_id: ::std::option::Option<::std::string::String>,
+        ///Current state
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub state: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    }
     ///`V0042JobStateWithReason`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct V0042JobStateWithReason {
@@ -3055,6 +3065,19 @@ pub mod types {
         pub meta: ::std::option::Option<V0042OpenapiMeta>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub results: ::std::option::Option<V0042JobArrayResponseArray>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub warnings: ::std::option::Option<V0042OpenapiWarnings>,
+    }
+    ///Job states, as GET /slurm/v0.0.42/jobs/state/ really answers
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct V0042OpenapiJobStateResp {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<V0042OpenapiErrors>,
+        ///Job states
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub jobs: ::std::option::Option<::std::vec::Vec<V0042JobStateRespJob>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<V0042OpenapiMeta>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub warnings: ::std::option::Option<V0042OpenapiWarnings>,
     }
@@ -12151,8 +12174,8 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<
-            ResponseValue<types::V0042OpenapiJobInfoResp>,
-            Error<types::V0042OpenapiJobInfoResp>,
+            ResponseValue<types::V0042OpenapiJobStateResp>,
+            Error<types::V0042OpenapiJobStateResp>,
         > {
             let Self { client, job_id } = self;
             let job_id = job_id.map_err(Error::InvalidRequest)?;

@@ -2083,6 +2083,16 @@ Known values: PENDING, RUNNING, SUSPENDED, COMPLETED, CANCELLED, FAILED, TIMEOUT
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub reason: ::std::option::Option<::std::string::String>,
     }
+    ///`V0043JobStateRespJob`
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct V0043JobStateRespJob {
+        ///Job ID, e.g. `12`, `12_3` (array task) or `12+1` (hetjob component)
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub job_id: ::std::option::Option<::std::string::String>,
+        ///Current state
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub state: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    }
     ///`V0043JobSubmitReq`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct V0043JobSubmitReq {
@@ -2792,6 +2802,19 @@ Known values: INVALID, UNKNOWN, DOWN, IDLE, ALLOCATED, ERROR, MIXED, FUTURE, RES
         pub meta: ::std::option::Option<V0043OpenapiMeta>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub results: ::std::option::Option<V0043JobArrayResponseArray>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub warnings: ::std::option::Option<V0043OpenapiWarnings>,
+    }
+    ///Job states, as GET /slurm/v0.0.43/jobs/state/ really answers
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct V0043OpenapiJobStateResp {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<V0043OpenapiErrors>,
+        ///Job states
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub jobs: ::std::option::Option<::std::vec::Vec<V0043JobStateRespJob>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<V0043OpenapiMeta>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub warnings: ::std::option::Option<V0043OpenapiWarnings>,
     }
@@ -12350,8 +12373,8 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<
-            ResponseValue<types::V0043OpenapiJobInfoResp>,
-            Error<types::V0043OpenapiJobInfoResp>,
+            ResponseValue<types::V0043OpenapiJobStateResp>,
+            Error<types::V0043OpenapiJobStateResp>,
         > {
             let Self { client, job_id } = self;
             let job_id = job_id.map_err(Error::InvalidRequest)?;

@@ -2130,6 +2130,16 @@ Known values: PENDING, RUNNING, SUSPENDED, COMPLETED, CANCELLED, FAILED, TIMEOUT
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub reason: ::std::option::Option<::std::string::String>,
     }
+    ///`V0044JobStateRespJob`
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct V0044JobStateRespJob {
+        ///Job ID, e.g. `12`, `12_3` (array task) or `12+1` (hetjob component)
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub job_id: ::std::option::Option<::std::string::String>,
+        ///Current state
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub state: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    }
     ///`V0044JobSubmitReq`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct V0044JobSubmitReq {
@@ -2977,6 +2987,19 @@ Known values: INVALID, UNKNOWN, DOWN, IDLE, ALLOCATED, ERROR, MIXED, FUTURE, EXT
         pub meta: ::std::option::Option<V0044OpenapiMeta>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub results: ::std::option::Option<V0044JobArrayResponseArray>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub warnings: ::std::option::Option<V0044OpenapiWarnings>,
+    }
+    ///Job states, as GET /slurm/v0.0.44/jobs/state/ really answers
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct V0044OpenapiJobStateResp {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<V0044OpenapiErrors>,
+        ///Job states
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub jobs: ::std::option::Option<::std::vec::Vec<V0044JobStateRespJob>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<V0044OpenapiMeta>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub warnings: ::std::option::Option<V0044OpenapiWarnings>,
     }
@@ -13044,8 +13067,8 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<
-            ResponseValue<types::V0044OpenapiJobInfoResp>,
-            Error<types::V0044OpenapiJobInfoResp>,
+            ResponseValue<types::V0044OpenapiJobStateResp>,
+            Error<types::V0044OpenapiJobStateResp>,
         > {
             let Self { client, job_id } = self;
             let job_id = job_id.map_err(Error::InvalidRequest)?;

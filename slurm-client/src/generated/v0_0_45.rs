@@ -2238,6 +2238,16 @@ Known values: PENDING, RUNNING, SUSPENDED, COMPLETED, CANCELLED, FAILED, TIMEOUT
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub reason: ::std::option::Option<::std::string::String>,
     }
+    ///`V0045JobStateRespJob`
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct V0045JobStateRespJob {
+        ///Job ID, e.g. `12`, `12_3` (array task) or `12+1` (hetjob component)
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub job_id: ::std::option::Option<::std::string::String>,
+        ///Current state
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub state: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    }
     ///`V0045JobSubmitReq`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct V0045JobSubmitReq {
@@ -3103,6 +3113,19 @@ Known values: INVALID, UNKNOWN, DOWN, IDLE, ALLOCATED, ERROR, MIXED, FUTURE, EXT
         pub meta: ::std::option::Option<V0045OpenapiMeta>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub status: ::std::option::Option<V0045JobArrayResponseArray>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub warnings: ::std::option::Option<V0045OpenapiWarnings>,
+    }
+    ///Job states, as GET /slurm/v0.0.45/jobs/state/ really answers
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct V0045OpenapiJobStateResp {
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<V0045OpenapiErrors>,
+        ///Job states
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub jobs: ::std::option::Option<::std::vec::Vec<V0045JobStateRespJob>>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<V0045OpenapiMeta>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub warnings: ::std::option::Option<V0045OpenapiWarnings>,
     }
@@ -15447,8 +15470,8 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<
-            ResponseValue<types::V0045OpenapiJobInfoResp>,
-            Error<types::V0045OpenapiJobInfoResp>,
+            ResponseValue<types::V0045OpenapiJobStateResp>,
+            Error<types::V0045OpenapiJobStateResp>,
         > {
             let Self { client, job_id } = self;
             let job_id = job_id.map_err(Error::InvalidRequest)?;

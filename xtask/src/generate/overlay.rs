@@ -2,8 +2,8 @@
 //!
 //! `openapi/overlay.json` holds two kinds of entries (each with a `why`, see openapi/README.md):
 //! - `rules`: named whole-document rewrites (see [`super::rules`]), applied to every version;
-//! - `patches`: JSON-pointer edits for single spots, with `{v}` in `path`/`value` standing for
-//!   the version (`v0.0.42`).
+//! - `patches`: JSON-pointer edits for single spots, with `{v}` in `path`/`from`/`value`
+//!   standing for the version (`v0.0.42`).
 //!
 //! A stale overlay is an error, never silently ignored: a rule that changes nothing in any
 //! version, an `add` whose key already exists, or a `replace`/`remove` whose target is missing
@@ -40,6 +40,9 @@ struct Patch {
     op: Op,
     /// RFC 6901 JSON pointer; `{v}` is replaced by the version.
     path: String,
+    /// For `copy`: where the value comes from (a JSON pointer).
+    #[serde(default)]
+    from: Option<String>,
     #[serde(default)]
     value: Option<Value>,
     #[allow(dead_code)] // documentation for reviewers
@@ -55,6 +58,8 @@ enum Op {
     Replace,
     /// Removes a value that must exist.
     Remove,
+    /// Copies the value at `from` (which must exist) to a key that must not exist yet.
+    Copy,
 }
 
 /// What applying the overlay changed, for the generator's log.
@@ -74,15 +79,20 @@ impl Overlay {
                 "overlay patch path `{}` is not a JSON pointer (must start with `/`)",
                 patch.path
             );
+            let (needs_value, needs_from) = match patch.op {
+                Op::Add | Op::Replace => (true, false),
+                Op::Remove => (false, false),
+                Op::Copy => (false, true),
+            };
             ensure!(
-                (patch.op == Op::Remove) == patch.value.is_none(),
-                "overlay patch `{}`: `{:?}` {} a `value`",
+                needs_value == patch.value.is_some() && needs_from == patch.from.is_some(),
+                "overlay patch `{}`: `{:?}` takes {}",
                 patch.path,
                 patch.op,
-                if patch.op == Op::Remove {
-                    "takes no"
-                } else {
-                    "needs"
+                match patch.op {
+                    Op::Add | Op::Replace => "a `value` and no `from`",
+                    Op::Remove => "neither `value` nor `from`",
+                    Op::Copy => "a `from` and no `value`",
                 }
             );
             ensure!(
@@ -103,8 +113,22 @@ impl Overlay {
             .filter(|p| p.versions.iter().any(|v| v == version))
         {
             let path = patch.path.replace("{v}", version);
-            let value = patch.value.as_ref().map(|v| substitute(v, version));
-            apply_patch(spec, patch.op, &path, value)
+            let value = match &patch.from {
+                Some(from) => {
+                    let from = from.replace("{v}", version);
+                    let value = spec.pointer(&from).cloned().with_context(|| {
+                        format!("copy source `{from}` does not exist in {version} (stale overlay?)")
+                    })?;
+                    Some(value)
+                }
+                None => patch.value.as_ref().map(|v| substitute(v, version)),
+            };
+            let op = if patch.op == Op::Copy {
+                Op::Add
+            } else {
+                patch.op
+            };
+            apply_patch(spec, op, &path, value)
                 .with_context(|| format!("overlay patch {:?} {path} in {version}", patch.op))?;
             applied.lines.push(format!("{:?} {path}", patch.op));
         }
@@ -226,6 +250,22 @@ mod tests {
         let mut other = json!({});
         o.apply("v0.0.43", &mut other).unwrap();
         assert_eq!(other, json!({}));
+    }
+
+    #[test]
+    fn copy_duplicates_a_value() {
+        let o = overlay(json!([{
+            "versions": ["v1"], "op": "copy", "why": "test",
+            "from": "/a/{v}", "path": "/b/{v}"
+        }]));
+        let mut doc = json!({"a": {"v1": {"x": 1}}, "b": {}});
+        o.apply("v1", &mut doc).unwrap();
+        assert_eq!(doc["b"]["v1"], json!({"x": 1}));
+        let err = o.apply("v1", &mut json!({"a": {}, "b": {}})).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("copy source `/a/v1` does not exist"),
+            "{err:#}"
+        );
     }
 
     #[test]
