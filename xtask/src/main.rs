@@ -1,6 +1,7 @@
 //! The project's own tasks: `cargo xtask --help`.
 
 mod demo;
+mod fixtures;
 mod generate;
 mod openapi;
 mod slurm;
@@ -35,6 +36,9 @@ enum Cmd {
     /// slurmrestd's OpenAPI specs.
     #[command(subcommand)]
     Openapi(OpenapiCmd),
+    /// Recorded slurmrestd responses for slurm-client's decode tests and benchmarks.
+    #[command(subcommand)]
+    Fixtures(fixtures::FixturesCmd),
     /// Generate slurm-client's per-version modules from openapi/*.json and openapi/overlay.json.
     Generate {
         /// Fail, naming the stale files, if the committed generated code differs.
@@ -63,6 +67,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Demo => demo::run(&workspace()),
         Cmd::Test { cargo_args } => test::run(&workspace(), &cargo_args),
         Cmd::Openapi(OpenapiCmd::Fetch) => openapi::fetch(&workspace()),
+        Cmd::Fixtures(cmd) => fixtures::run(&workspace(), cmd),
         Cmd::Generate { check } => generate::run(check),
     }
 }
