@@ -80,3 +80,16 @@ fn v0_0_43_job_info_decodes_unsigned_and_unknown_values() {
     let decoded: V0043OpenapiJobInfoResp = serde_json::from_str(&text).unwrap();
     assert!(decoded.jobs.unwrap()[0].flags.is_none());
 }
+
+/// `GET jobs/state/` sends string job ids; the overlay gives it its own schema.
+#[cfg(feature = "v0_0_42")]
+#[test]
+fn v0_0_42_job_states_have_string_ids() {
+    use slurm_client::v0_0_42::types::V0042OpenapiJobStateResp;
+
+    let text = r#"{"jobs": [{"job_id": "12_3", "state": ["RUNNING"]}], "meta": {}, "errors": [], "warnings": []}"#;
+    let decoded: V0042OpenapiJobStateResp = serde_json::from_str(text).unwrap();
+    let job = &decoded.jobs.unwrap()[0];
+    assert_eq!(job.job_id.as_deref(), Some("12_3"));
+    assert_eq!(job.state.as_deref(), Some(&["RUNNING".to_string()][..]));
+}
