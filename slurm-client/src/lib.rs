@@ -72,6 +72,11 @@ pub use client::Client;
 pub use envelope::{Meta, SlurmError, SlurmWarning};
 pub use error::{Error, ErrorKind};
 pub use model::{
+    Account, AccountSpec, Association, AssociationLimits, AssociationQuery, ClusterRecord,
+    JobRecord, JobRecordQuery, Qos, QosLimits, QosSpec, StepRecord, TresRecord, User, UserSpec,
+    Wckey,
+};
+pub use model::{
     ArrayInfo, ExitCode, Job, JobFlag, JobList, JobQuery, JobState, JobSubmission, JobUpdate,
     Limit, Node, NodeFlag, NodeList, NodeQuery, NodeState, NodeStateChange, NodeUpdate,
     SubmittedJob, Tres,

@@ -8,11 +8,18 @@
 //! - memory is in MiB (Slurm's unit), time limits in minutes;
 //! - states keep values this crate does not know as `Other("…")`.
 
+mod accounting;
 mod job;
 mod node;
 mod noval;
 mod tres;
 
+pub(crate) use accounting::valid_name;
+pub use accounting::{
+    Account, AccountSpec, Association, AssociationLimits, AssociationQuery, ClusterRecord,
+    JobRecord, JobRecordQuery, Qos, QosLimits, QosSpec, StepRecord, TresRecord, User, UserSpec,
+    Wckey,
+};
 pub use job::{
     ArrayInfo, ExitCode, Job, JobFlag, JobList, JobQuery, JobState, JobSubmission, JobUpdate,
     SubmittedJob,

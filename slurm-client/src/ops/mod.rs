@@ -98,6 +98,7 @@ macro_rules! noval {
     };
 }
 
+mod accounting;
 mod jobs;
 mod nodes;
 
