@@ -55,6 +55,7 @@ mod envelope;
 mod error;
 pub mod model;
 mod negotiate;
+mod nonfinite;
 mod ops;
 mod request;
 mod response;

@@ -103,6 +103,7 @@ async fn attempt(inner: &Inner, request: &Request) -> Result<Reply, Error> {
         elapsed_ms = started.elapsed().as_millis() as u64,
         "slurmrestd answered"
     );
+    let body = crate::nonfinite::sanitize(&body).unwrap_or(body);
     let envelope = Envelope::parse(&body);
     if let Some(err) = classify(&request.method, &request.path, status, &body, &envelope) {
         return Err(err);

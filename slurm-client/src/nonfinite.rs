@@ -1,0 +1,77 @@
+//! slurmrestd prints non-finite floats as bare `Infinity`, `-Infinity` and `NaN` (seen in
+//! `/shares` of Slurm 24.11: `"level": Infinity`), which is not JSON. They become `null` here,
+//! before anything parses the body.
+
+const TOKENS: [&[u8]; 3] = [b"-Infinity", b"Infinity", b"NaN"];
+
+/// Returns the body with non-finite literals outside strings replaced by `null`, or `None`
+/// when it has none (the common case costs one fast substring search).
+pub(crate) fn sanitize(body: &[u8]) -> Option<Vec<u8>> {
+    let finder_inf = memchr::memmem::find(body, b"Infinity");
+    let finder_nan = memchr::memmem::find(body, b"NaN");
+    let first = finder_inf.into_iter().chain(finder_nan).min()?;
+    let mut out = Vec::with_capacity(body.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut changed = false;
+    // Nothing before the first candidate can need a change, but string state must be tracked
+    // from the start.
+    let mut i = 0;
+    while i < body.len() {
+        let b = body[i];
+        if in_string {
+            out.push(b);
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        if i + 3 > first {
+            if let Some(token) = TOKENS.iter().find(|t| body[i..].starts_with(t)) {
+                out.extend_from_slice(b"null");
+                i += token.len();
+                changed = true;
+                continue;
+            }
+        }
+        out.push(b);
+        i += 1;
+    }
+    changed.then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sanitize;
+
+    #[test]
+    fn bare_non_finite_numbers_become_null() {
+        let body = br#"{"level": Infinity, "x": -Infinity, "y": NaN, "z": [NaN,1]}"#;
+        let fixed = sanitize(body).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&fixed).unwrap();
+        assert_eq!(value["level"], serde_json::Value::Null);
+        assert_eq!(value["x"], serde_json::Value::Null);
+        assert_eq!(value["z"][1], 1);
+    }
+
+    #[test]
+    fn strings_and_plain_bodies_are_left_alone() {
+        assert!(sanitize(br#"{"name": "Infinity NaN"}"#).is_none());
+        assert!(sanitize(br#"{"a": 1.5}"#).is_none());
+        let body = br#"{"n": "say \"NaN\"", "v": NaN}"#;
+        let value: serde_json::Value = serde_json::from_slice(&sanitize(body).unwrap()).unwrap();
+        assert_eq!(value["n"], "say \"NaN\"");
+        assert!(value["v"].is_null());
+    }
+}
