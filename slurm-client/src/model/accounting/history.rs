@@ -172,7 +172,8 @@ impl JobRecordQuery {
         self
     }
 
-    /// The query parameters of `GET /slurmdb/vX/jobs/`.
+    /// The query parameters of `GET /slurmdb/vX/jobs/` but the times (their form depends
+    /// on the version).
     pub(crate) fn params(&self) -> Vec<(&'static str, String)> {
         let join = |list: &[String]| list.join(",");
         let mut out = Vec::new();
@@ -201,12 +202,6 @@ impl JobRecordQuery {
             ),
         ];
         out.extend(lists.into_iter().filter(|(_, v)| !v.is_empty()));
-        if let Some(t) = self.start_time {
-            out.push(("start_time", t.to_string()));
-        }
-        if let Some(t) = self.end_time {
-            out.push(("end_time", t.to_string()));
-        }
         if self.skip_steps {
             out.push(("skip_steps", "true".into()));
         }

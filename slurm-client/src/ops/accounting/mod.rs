@@ -137,11 +137,15 @@ impl Client {
         account: &str,
         user: Option<&str>,
     ) -> Result<Response<Association>, Error> {
-        let path = db_path(self, "association/").await?;
-        let request = Request::get(&path)
+        // `/association/` refuses queries that match more than one record (an account's
+        // own association matches its users' too), so list and pick the exact one.
+        let path = db_path(self, "associations/").await?;
+        let mut request = Request::get(&path)
             .query("cluster", cluster)
-            .query("account", account)
-            .query("user", user.unwrap_or(""));
+            .query("account", account);
+        if let Some(user) = user {
+            request = request.query("user", user);
+        }
         let response = dispatch!(self, "association query", associations(self, request))?;
         single(response, path, |a: &Association| {
             a.cluster == cluster
@@ -225,9 +229,12 @@ impl Client {
     /// One WCKey by database id (`GET /slurmdb/vX/wckey/{id}`); [`Error::NotFound`] if
     /// there is none.
     pub async fn get_wckey(&self, id: u32) -> Result<Response<Wckey>, Error> {
-        let path = named_path(self, "wckey", &id.to_string()).await?;
+        // Slurm 24.11 answers `GET /wckey/{id}` with nothing, so list and pick.
+        let path = db_path(self, "wckeys/").await?;
         let response = dispatch!(self, "WCKey query", wckeys(self, Request::get(&path)))?;
-        single(response, path, |w: &Wckey| w.id == Some(id))
+        single(response, format!("{path} (id {id})"), |w: &Wckey| {
+            w.id == Some(id)
+        })
     }
 
     /// Creates WCKey `name` for `user` on `cluster` (`POST /slurmdb/vX/wckeys/`). The user
@@ -258,9 +265,18 @@ impl Client {
         &self,
         query: &JobRecordQuery,
     ) -> Result<Response<Vec<JobRecord>>, Error> {
+        let version = self.version().await?;
         let mut request = Request::get(db_path(self, "jobs/").await?);
         for (key, value) in query.params() {
             request = request.query(key, value);
+        }
+        for (key, time) in [
+            ("start_time", query.start_time),
+            ("end_time", query.end_time),
+        ] {
+            if let Some(time) = time {
+                request = request.query(key, time_param(version, time));
+            }
         }
         dispatch!(self, "job history", jobs(self, request))
     }
@@ -281,6 +297,23 @@ impl Client {
     ) -> Result<Response<()>, Error> {
         let request = Request::post(db_path(self, path).await?).json(body);
         dispatch!(self, operation, plain(self, request))
+    }
+}
+
+/// A time query value. v0.0.40 and v0.0.41 reject epoch numbers ("Parsing of … for
+/// timestamp failed"), so they get Slurm's relative form `now-<n>seconds`/`now+<n>seconds`,
+/// computed from this machine's clock.
+fn time_param(version: crate::ApiVersion, time: i64) -> String {
+    if version >= crate::ApiVersion::V0_0_42 {
+        return time.to_string();
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    if time <= now {
+        format!("now-{}seconds", now - time)
+    } else {
+        format!("now+{}seconds", time - now)
     }
 }
 
