@@ -254,6 +254,9 @@ impl Client {
     }
 
     /// Deletes a WCKey by database id (`DELETE /slurmdb/vX/wckey/{id}`).
+    ///
+    /// Known server bug: Slurm 24.11 and 26.05 answer "found nothing" (a warning, status
+    /// 200) and keep the key.
     pub async fn delete_wckey(&self, id: u32) -> Result<Response<()>, Error> {
         let path = named_path(self, "wckey", &id.to_string()).await?;
         dispatch!(self, "WCKey deletion", plain(self, Request::delete(path)))
