@@ -178,6 +178,63 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// Parses a point in time: `now`, a time ago (`2h`, `7d`, `90m`), `YYYY-MM-DD` or
+/// `YYYY-MM-DDTHH:MM[:SS]` (UTC); gives epoch seconds.
+#[allow(dead_code)] // for `jobs history`, wired when the accounting API lands
+pub fn parse_time(text: &str) -> Result<i64, String> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("now") {
+        return Ok(now());
+    }
+    if let Some((date, clock)) = t
+        .split_once(['T', ' '])
+        .or(Some((t, "")))
+        .filter(|(d, _)| d.contains('-'))
+    {
+        let bad =
+            || format!("{text:?} is not a time such as 2h (ago), 2025-01-31 or 2025-01-31T13:45");
+        let d: Vec<i64> = date
+            .split('-')
+            .map(|p| p.parse().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        let c: Vec<i64> = if clock.is_empty() {
+            vec![0, 0, 0]
+        } else {
+            clock
+                .split(':')
+                .map(|p| p.parse().map_err(|_| bad()))
+                .collect::<Result<_, _>>()?
+        };
+        let [y, mo, day] = d[..] else {
+            return Err(bad());
+        };
+        let (h, mi, s) = match c[..] {
+            [h, m] => (h, m, 0),
+            [h, m, s] => (h, m, s),
+            _ => return Err(bad()),
+        };
+        if !(1..=12).contains(&mo) || !(1..=31).contains(&day) || h > 23 || mi > 59 || s > 60 {
+            return Err(bad());
+        }
+        return Ok(days_from_civil(y, mo as u32, day as u32) * 86400 + h * 3600 + mi * 60 + s);
+    }
+    let ago = parse_duration(t).map_err(|_| {
+        format!("{text:?} is not a time such as 2h (ago), 2025-01-31 or 2025-01-31T13:45")
+    })?;
+    Ok(now() - ago.as_secs() as i64)
+}
+
+/// Days since 1970-01-01 of a date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = i64::from((m + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// A list joined with commas, or [`NONE`] when empty.
 pub fn list<T: Display>(items: &[T]) -> String {
     if items.is_empty() {
@@ -218,6 +275,21 @@ mod tests {
         assert_eq!(m("unlimited"), Limit::Infinite);
         assert!(parse_time_limit("1:2:3:4").is_err());
         assert!(parse_time_limit("x").is_err());
+    }
+
+    #[test]
+    fn points_in_time() {
+        assert_eq!(parse_time("2023-11-14T22:13:20").unwrap(), 1_700_000_000);
+        assert_eq!(parse_time("2000-02-29").unwrap(), 951_782_400);
+        assert_eq!(parse_time("1970-01-01 00:01").unwrap(), 60);
+        let ago = parse_time("2h").unwrap();
+        assert!((now() - 7200 - ago).abs() <= 1);
+        assert!(parse_time("2025-13-01").is_err());
+        assert!(parse_time("yesterday").is_err());
+        for days in [-1, 0, 59, 10_957, 19_000] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
     }
 
     #[test]

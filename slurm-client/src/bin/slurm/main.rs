@@ -15,6 +15,7 @@
 //! error, 3 authentication failed, 4 not found, 5 server unreachable or timed out,
 //! 6 not supported by the server's REST version.
 
+mod batch;
 mod cmd;
 mod config;
 mod exit;
@@ -88,9 +89,16 @@ struct Cli {
 enum Command {
     /// Check that slurmrestd and slurmctld answer; show REST version and Slurm release.
     Ping(cmd::ping::Args),
-    /// List, show, submit, cancel, hold, release and requeue jobs.
-    #[command(subcommand)]
-    Jobs(cmd::jobs::JobsCommand),
+    /// List (the default), show, submit, cancel, hold, release and requeue jobs.
+    Jobs {
+        #[command(subcommand)]
+        command: Option<cmd::jobs::JobsCommand>,
+    },
+    /// List (the default) and show nodes; drain, resume or down them.
+    Nodes {
+        #[command(subcommand)]
+        command: Option<cmd::nodes::NodesCommand>,
+    },
     /// Mint a JWT from the cluster's HS256 key (prints only the token).
     Token(cmd::token::Args),
     /// GET any slurmrestd path and print the JSON answer (`{version}` = the REST version).
@@ -124,7 +132,8 @@ fn main() -> ExitCode {
 async fn run(command: Command, ctx: &cmd::Context) -> anyhow::Result<()> {
     match command {
         Command::Ping(args) => cmd::ping::run(ctx, args).await,
-        Command::Jobs(command) => cmd::jobs::run(ctx, command).await,
+        Command::Jobs { command } => cmd::jobs::run(ctx, command).await,
+        Command::Nodes { command } => cmd::nodes::run(ctx, command).await,
         Command::Token(args) => cmd::token::run(ctx, args),
         Command::Get(args) => cmd::get::run(ctx, args).await,
     }
@@ -138,6 +147,7 @@ fn init_logging(verbose: u8) {
     };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(tracing_subscriber::EnvFilter::new(level))
         .init();
 }

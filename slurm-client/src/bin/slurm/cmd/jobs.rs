@@ -5,11 +5,11 @@ use std::io::Read as _;
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use serde::Serialize;
 use slurm_client::{Client, Job, JobQuery, JobState, JobSubmission, Limit, SubmittedJob};
 
+use crate::batch;
 use crate::cmd::Context;
-use crate::exit::{self, usage};
+use crate::exit::usage;
 use crate::format::{self, NONE};
 use crate::output::{self, Output, emit};
 use crate::table::{Details, Table};
@@ -155,9 +155,9 @@ pub struct SubmitArgs {
     nice: Option<i64>,
 }
 
-pub async fn run(ctx: &Context, command: JobsCommand) -> anyhow::Result<()> {
+pub async fn run(ctx: &Context, command: Option<JobsCommand>) -> anyhow::Result<()> {
     let client = ctx.client()?;
-    match command {
+    match command.unwrap_or(JobsCommand::List(ListArgs::default())) {
         JobsCommand::List(args) => list(ctx, &client, args).await,
         JobsCommand::Show { id } => {
             let response = client.get_job(id).await?;
@@ -166,8 +166,11 @@ pub async fn run(ctx: &Context, command: JobsCommand) -> anyhow::Result<()> {
         }
         JobsCommand::Submit(args) => submit(ctx, &client, *args).await,
         JobsCommand::Cancel { ids, signal } => {
-            let action = if signal.is_some() { "signal" } else { "cancel" };
-            each_job(ctx.output, action, &ids, |id| {
+            let (action, done) = match signal {
+                Some(_) => ("signal", "signalled"),
+                None => ("cancel", "cancelled"),
+            };
+            each_job(ctx.output, action, done, &ids, |&id| {
                 let client = client.clone();
                 let signal = signal.clone();
                 async move {
@@ -180,21 +183,21 @@ pub async fn run(ctx: &Context, command: JobsCommand) -> anyhow::Result<()> {
             .await
         }
         JobsCommand::Hold { ids } => {
-            each_job(ctx.output, "hold", &ids, |id| {
+            each_job(ctx.output, "hold", "held", &ids, |&id| {
                 let client = client.clone();
                 async move { client.hold_job(id).await.map(|_| ()) }
             })
             .await
         }
         JobsCommand::Release { ids } => {
-            each_job(ctx.output, "release", &ids, |id| {
+            each_job(ctx.output, "release", "released", &ids, |&id| {
                 let client = client.clone();
                 async move { client.release_job(id).await.map(|_| ()) }
             })
             .await
         }
         JobsCommand::Requeue { ids } => {
-            each_job(ctx.output, "requeue", &ids, |id| {
+            each_job(ctx.output, "requeue", "requeued", &ids, |&id| {
                 let client = client.clone();
                 async move { client.requeue_job(id).await.map(|_| ()) }
             })
@@ -304,8 +307,8 @@ fn show_job(job: &Job) -> String {
         .add("CPUsPerTask", format::limit(job.cpus_per_task))
         .add("MemPerNode", memory(job.memory_per_node_mb))
         .add("MemPerCPU", memory(job.memory_per_cpu_mb))
-        .add("TRES requested", tres(&job.tres_requested))
-        .add("TRES allocated", tres(&job.tres_allocated))
+        .add("TRES requested", super::tres(&job.tres_requested))
+        .add("TRES allocated", super::tres(&job.tres_allocated))
         .add("TimeLimit", format::minutes(job.time_limit_minutes))
         .add("RunTime", run_time(job, format::now()))
         .add("SubmitTime", format::time(job.submit_time))
@@ -345,14 +348,6 @@ fn memory(mb: Limit<u64>) -> String {
         Limit::Value(mb) => format::memory_mb(mb),
         Limit::Infinite => "UNLIMITED".into(),
     }
-}
-
-fn tres(tres: &slurm_client::Tres) -> String {
-    tres.entries
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 fn exit_code(job: &Job) -> String {
@@ -448,68 +443,17 @@ fn read_script(path: &PathBuf) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// The outcome of an action on one job, as printed with `--output json`.
-#[derive(Debug, Serialize)]
-struct Outcome {
-    job_id: u32,
-    action: &'static str,
-    ok: bool,
-    error: Option<String>,
-}
-
-/// Runs `action` on every job in turn (going on after a failure, like scancel), prints
-/// one line (or JSON object) per job and fails with the first failure's exit code.
+/// Runs `op` on each job; see [`batch::each`]. JSON: one {job_id, action, ok, error} per job.
 async fn each_job<F, Fut>(
     output: Output,
-    action: &'static str,
+    action: &str,
+    done: &str,
     ids: &[u32],
     op: F,
 ) -> anyhow::Result<()>
 where
-    F: Fn(u32) -> Fut,
+    F: Fn(&u32) -> Fut,
     Fut: std::future::Future<Output = Result<(), slurm_client::Error>>,
 {
-    let mut outcomes = Vec::new();
-    let mut first_failure = None;
-    for &id in ids {
-        match op(id).await {
-            Ok(()) => outcomes.push(Outcome {
-                job_id: id,
-                action,
-                ok: true,
-                error: None,
-            }),
-            Err(e) => {
-                let error = Some(e.to_string());
-                let e = anyhow::Error::new(e).context(format!("job {id}"));
-                exit::report(&e);
-                outcomes.push(Outcome {
-                    job_id: id,
-                    action,
-                    ok: false,
-                    error,
-                });
-                first_failure.get_or_insert(exit::code(&e));
-            }
-        }
-    }
-    let done = match action {
-        "cancel" => "cancelled",
-        "signal" => "signalled",
-        "hold" => "held",
-        "release" => "released",
-        "requeue" => "requeued",
-        other => other,
-    };
-    emit(output, &outcomes, |outcomes| {
-        outcomes
-            .iter()
-            .filter(|o| o.ok)
-            .map(|o| format!("Job {} {done}\n", o.job_id))
-            .collect()
-    })?;
-    match first_failure {
-        Some(code) => Err(exit::Reported(code).into()),
-        None => Ok(()),
-    }
+    batch::each(output, "Job", "job_id", action, done, ids, op).await
 }

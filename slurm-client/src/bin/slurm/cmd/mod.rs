@@ -2,6 +2,7 @@
 
 pub mod get;
 pub mod jobs;
+pub mod nodes;
 pub mod ping;
 pub mod token;
 
@@ -22,4 +23,13 @@ impl Context {
     pub fn client(&self) -> anyhow::Result<Client> {
         Ok(self.connection.client()?)
     }
+}
+
+/// Trackable resources as Slurm writes them: `cpu=4,mem=8G,node=1`.
+pub fn tres(tres: &slurm_client::Tres) -> String {
+    tres.entries
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
