@@ -7,15 +7,15 @@ const TOKENS: [&[u8]; 3] = [b"-Infinity", b"Infinity", b"NaN"];
 /// Returns the body with non-finite literals outside strings replaced by `null`, or `None`
 /// when it has none (the common case costs one fast substring search).
 pub(crate) fn sanitize(body: &[u8]) -> Option<Vec<u8>> {
-    let finder_inf = memchr::memmem::find(body, b"Infinity");
-    let finder_nan = memchr::memmem::find(body, b"NaN");
-    let first = finder_inf.into_iter().chain(finder_nan).min()?;
+    let infinity = memchr::memmem::find(body, b"Infinity");
+    let nan = memchr::memmem::find(body, b"NaN");
+    let first = infinity.into_iter().chain(nan).min()?;
     let mut out = Vec::with_capacity(body.len());
     let mut in_string = false;
     let mut escaped = false;
     let mut changed = false;
-    // Nothing before the first candidate can need a change, but string state must be tracked
-    // from the start.
+    // Nothing before the first candidate (or the `-` of `-Infinity` just before it) needs a
+    // change, but string state must be tracked from the start.
     let mut i = 0;
     while i < body.len() {
         let b = body[i];
@@ -37,13 +37,13 @@ pub(crate) fn sanitize(body: &[u8]) -> Option<Vec<u8>> {
             i += 1;
             continue;
         }
-        if i + 3 > first {
-            if let Some(token) = TOKENS.iter().find(|t| body[i..].starts_with(t)) {
-                out.extend_from_slice(b"null");
-                i += token.len();
-                changed = true;
-                continue;
-            }
+        if i + 1 >= first
+            && let Some(token) = TOKENS.iter().find(|t| body[i..].starts_with(t))
+        {
+            out.extend_from_slice(b"null");
+            i += token.len();
+            changed = true;
+            continue;
         }
         out.push(b);
         i += 1;
