@@ -302,6 +302,80 @@ fn nodes_list_and_show_with_json_output() {
 }
 
 #[test]
+fn accounting_lists_and_job_history() {
+    for cluster in common::clusters()
+        .into_iter()
+        .filter(Cluster::has_accounting)
+    {
+        let names = |what: &str, key: &str| -> Vec<String> {
+            let list = json_ok(&cluster, &slurm(&cluster, &[what, "-o", "json"]), what);
+            list.as_array()
+                .unwrap_or_else(|| panic!("{what}: an array: {list}"))
+                .iter()
+                .map(|a| a[key].as_str().unwrap_or_default().to_string())
+                .collect()
+        };
+        assert!(
+            names("accounts", "name").contains(&"root".into()),
+            "{}",
+            cluster.source
+        );
+        assert!(
+            names("users", "name").contains(&"root".into()),
+            "{}",
+            cluster.source
+        );
+        assert!(
+            names("qos", "name").contains(&"normal".into()),
+            "{}",
+            cluster.source
+        );
+        let out = slurm(&cluster, &["accounts", "show", "no-such-account"]);
+        assert_code(&cluster, &out, NOT_FOUND, "accounts show no-such-account");
+
+        // A cancelled job reaches slurmdbd within seconds.
+        let name = unique("cli-history");
+        let out = slurm(
+            &cluster,
+            &[
+                "jobs",
+                "submit",
+                "--wrap",
+                "sleep 300",
+                "--hold",
+                "--name",
+                &name,
+                "-o",
+                "json",
+            ],
+        );
+        let id = json_ok(&cluster, &out, "jobs submit")["job_id"].to_string();
+        let out = slurm(&cluster, &["jobs", "cancel", &id]);
+        assert!(out.status.success(), "{}: {}", cluster.source, stderr(&out));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let out = slurm(&cluster, &["jobs", "history", "--jobs", &id, "-o", "json"]);
+            let records = json_ok(&cluster, &out, "jobs history");
+            let found = records
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["id"].to_string() == id);
+            if let Some(record) = found.filter(|r| r["state"] == "CANCELLED") {
+                assert_eq!(record["name"], name.as_str(), "{record}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{}: job {id} not in the history as CANCELLED: {records}",
+                cluster.source
+            );
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+}
+
+#[test]
 fn unknown_job_exits_4() {
     for cluster in common::clusters() {
         let out = slurm(&cluster, &["jobs", "show", "999999999"]);

@@ -180,7 +180,6 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 /// Parses a point in time: `now`, a time ago (`2h`, `7d`, `90m`), `YYYY-MM-DD` or
 /// `YYYY-MM-DDTHH:MM[:SS]` (UTC); gives epoch seconds.
-#[allow(dead_code)] // for `jobs history`, wired when the accounting API lands
 pub fn parse_time(text: &str) -> Result<i64, String> {
     let t = text.trim();
     if t.eq_ignore_ascii_case("now") {

@@ -89,7 +89,7 @@ struct Cli {
 enum Command {
     /// Check that slurmrestd and slurmctld answer; show REST version and Slurm release.
     Ping(cmd::ping::Args),
-    /// List (the default), show, submit, cancel, hold, release and requeue jobs.
+    /// List (the default), show, submit, cancel, hold, release and requeue jobs; job history.
     Jobs {
         #[command(subcommand)]
         command: Option<cmd::jobs::JobsCommand>,
@@ -98,6 +98,21 @@ enum Command {
     Nodes {
         #[command(subcommand)]
         command: Option<cmd::nodes::NodesCommand>,
+    },
+    /// Accounts in slurmdbd, like `sacctmgr show account` (JSON: Account objects).
+    Accounts {
+        #[command(subcommand)]
+        command: Option<cmd::accounting::ListOrShow>,
+    },
+    /// Users in slurmdbd, like `sacctmgr show user` (JSON: User objects).
+    Users {
+        #[command(subcommand)]
+        command: Option<cmd::accounting::ListOrShow>,
+    },
+    /// Quality-of-service levels, like `sacctmgr show qos` (JSON: Qos objects).
+    Qos {
+        #[command(subcommand)]
+        command: Option<cmd::accounting::ListOrShow>,
     },
     /// Mint a JWT from the cluster's HS256 key (prints only the token).
     Token(cmd::token::Args),
@@ -134,6 +149,9 @@ async fn run(command: Command, ctx: &cmd::Context) -> anyhow::Result<()> {
         Command::Ping(args) => cmd::ping::run(ctx, args).await,
         Command::Jobs { command } => cmd::jobs::run(ctx, command).await,
         Command::Nodes { command } => cmd::nodes::run(ctx, command).await,
+        Command::Accounts { command } => cmd::accounting::accounts(ctx, command).await,
+        Command::Users { command } => cmd::accounting::users(ctx, command).await,
+        Command::Qos { command } => cmd::accounting::qos(ctx, command).await,
         Command::Token(args) => cmd::token::run(ctx, args),
         Command::Get(args) => cmd::get::run(ctx, args).await,
     }

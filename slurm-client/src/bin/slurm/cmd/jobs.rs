@@ -47,6 +47,9 @@ pub enum JobsCommand {
         #[arg(required = true)]
         ids: Vec<u32>,
     },
+    /// Finished and running jobs from slurmdbd, like sacct (JSON: an array of JobRecord).
+    #[command(visible_alias = "sacct")]
+    History(super::accounting::HistoryArgs),
     /// Requeue jobs (REST v0.0.45, Slurm 26.05, and later).
     Requeue {
         /// Job ids.
@@ -165,6 +168,7 @@ pub async fn run(ctx: &Context, command: Option<JobsCommand>) -> anyhow::Result<
             emit(ctx.output, &response.value, show_job)
         }
         JobsCommand::Submit(args) => submit(ctx, &client, *args).await,
+        JobsCommand::History(args) => super::accounting::history(ctx, args).await,
         JobsCommand::Cancel { ids, signal } => {
             let (action, done) = match signal {
                 Some(_) => ("signal", "signalled"),

@@ -1,5 +1,6 @@
 //! One module per top-level command.
 
+pub mod accounting;
 pub mod get;
 pub mod jobs;
 pub mod nodes;
