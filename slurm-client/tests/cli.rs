@@ -356,11 +356,12 @@ fn accounting_lists_and_job_history() {
         loop {
             let out = slurm(&cluster, &["jobs", "history", "--jobs", &id, "-o", "json"]);
             let records = json_ok(&cluster, &out, "jobs history");
+            let wanted: u64 = id.parse().unwrap();
             let found = records
                 .as_array()
                 .unwrap()
                 .iter()
-                .find(|r| r["id"].to_string() == id);
+                .find(|r| r["id"] == wanted);
             if let Some(record) = found.filter(|r| r["state"] == "CANCELLED") {
                 assert_eq!(record["name"], name.as_str(), "{record}");
                 break;
