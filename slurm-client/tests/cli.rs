@@ -217,6 +217,40 @@ fn submit_show_cancel_with_json_output() {
 }
 
 #[test]
+fn script_file_with_sbatch_directives() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("job.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\n#SBATCH --job-name=from-directive -t 10\n#SBATCH --hold\n#SBATCH --mail-type=END\nsleep 300\n",
+    )
+    .unwrap();
+    let script = script.to_str().unwrap();
+    for cluster in common::clusters() {
+        let out = slurm(
+            &cluster,
+            &["jobs", "submit", script, "--time", "3", "-o", "json"],
+        );
+        let id = json_ok(&cluster, &out, "jobs submit SCRIPT")["job_id"].to_string();
+        assert!(
+            stderr(&out).contains("--mail-type=END"),
+            "unsupported directive reported: {}",
+            stderr(&out)
+        );
+        let job = json_ok(
+            &cluster,
+            &slurm(&cluster, &["jobs", "show", &id, "-o", "json"]),
+            "jobs show",
+        );
+        assert_eq!(job["name"], "from-directive", "{}: {job}", cluster.source);
+        assert_eq!(job["time_limit_minutes"], 3, "flag beats directive: {job}");
+        assert_eq!(job["held"], true, "{}: {job}", cluster.source);
+        let out = slurm(&cluster, &["jobs", "cancel", &id]);
+        assert!(out.status.success(), "{}: {}", cluster.source, stderr(&out));
+    }
+}
+
+#[test]
 fn hold_and_release_a_pending_job() {
     for cluster in common::clusters() {
         let name = unique("cli-hold");

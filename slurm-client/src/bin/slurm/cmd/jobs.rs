@@ -8,7 +8,7 @@ use clap::Subcommand;
 use slurm_client::{Client, Job, JobQuery, JobState, JobSubmission, Limit, SubmittedJob};
 
 use crate::batch;
-use crate::cmd::Context;
+use crate::cmd::{Context, directives};
 use crate::exit::usage;
 use crate::format::{self, NONE};
 use crate::output::{self, Output, emit};
@@ -24,7 +24,8 @@ pub enum JobsCommand {
         /// Job id.
         id: u32,
     },
-    /// Submit a batch script or a command, like sbatch (JSON: a SubmittedJob).
+    /// Submit a batch script or a command, like sbatch (JSON: a SubmittedJob). The script's
+    /// #SBATCH lines are applied (slurmrestd itself ignores them); flags take precedence.
     Submit(Box<SubmitArgs>),
     /// Cancel jobs, like scancel (JSON: one {job_id, action, ok, error} per job).
     Cancel {
@@ -77,7 +78,8 @@ pub struct ListArgs {
     all: bool,
 }
 
-#[derive(clap::Args, Debug)]
+/// `sbatch`'s options; the script's `#SBATCH` lines fill those not given here.
+#[derive(clap::Args, Debug, Default)]
 pub struct SubmitArgs {
     /// Batch script file (`-` reads standard input); must start with `#!`.
     #[arg(
@@ -85,77 +87,77 @@ pub struct SubmitArgs {
         required_unless_present = "wrap",
         conflicts_with = "wrap"
     )]
-    script: Option<PathBuf>,
+    pub(super) script: Option<PathBuf>,
     /// Run this shell command instead of a script (like sbatch --wrap).
     #[arg(long, value_name = "COMMAND")]
-    wrap: Option<String>,
+    pub(super) wrap: Option<String>,
     /// Job name.
     #[arg(long, short = 'J', value_name = "NAME")]
-    name: Option<String>,
+    pub(super) name: Option<String>,
     /// Partition.
     #[arg(long, short = 'p', value_name = "PARTITION")]
-    partition: Option<String>,
+    pub(super) partition: Option<String>,
     /// Account to charge.
     #[arg(long, short = 'A', value_name = "ACCOUNT")]
-    account: Option<String>,
+    pub(super) account: Option<String>,
     /// Quality of service.
     #[arg(long, short = 'q', value_name = "QOS")]
-    qos: Option<String>,
+    pub(super) qos: Option<String>,
     /// Reservation to run in.
     #[arg(long, value_name = "NAME")]
-    reservation: Option<String>,
+    pub(super) reservation: Option<String>,
     /// Time limit: minutes, [D-]HH:MM:SS, or with a unit (2h).
     #[arg(long, short = 't', value_name = "TIME", value_parser = format::parse_time_limit)]
-    time: Option<Limit<u32>>,
+    pub(super) time: Option<Limit<u32>>,
     /// Number of nodes.
     #[arg(long, short = 'N', value_name = "N")]
-    nodes: Option<u32>,
+    pub(super) nodes: Option<u32>,
     /// Number of tasks.
     #[arg(long, short = 'n', value_name = "N")]
-    ntasks: Option<u32>,
+    pub(super) ntasks: Option<u32>,
     /// CPUs per task.
     #[arg(long, short = 'c', value_name = "N")]
-    cpus_per_task: Option<u32>,
+    pub(super) cpus_per_task: Option<u32>,
     /// Memory per node: MiB, or with a unit (512M, 4G).
     #[arg(long, value_name = "SIZE", value_parser = format::parse_memory_mb)]
-    mem: Option<u64>,
+    pub(super) mem: Option<u64>,
     /// Memory per CPU: MiB, or with a unit.
     #[arg(long, value_name = "SIZE", value_parser = format::parse_memory_mb, conflicts_with = "mem")]
-    mem_per_cpu: Option<u64>,
+    pub(super) mem_per_cpu: Option<u64>,
     /// Generic resources per node, e.g. gres/gpu:1.
     #[arg(long, value_name = "TRES")]
-    gres: Option<String>,
+    pub(super) gres: Option<String>,
     /// Required node features.
     #[arg(long, short = 'C', value_name = "LIST")]
-    constraint: Option<String>,
+    pub(super) constraint: Option<String>,
     /// Working directory of the job, on the cluster's nodes (this machine's current
     /// directory may not exist there) [default: /tmp].
     #[arg(long, short = 'D', value_name = "DIR")]
-    chdir: Option<String>,
+    pub(super) chdir: Option<String>,
     /// Environment variable for the job, NAME=VALUE (repeatable; default only PATH).
     #[arg(long, value_name = "NAME=VALUE")]
-    env: Vec<String>,
+    pub(super) env: Vec<String>,
     /// File for the job's standard output.
     #[arg(long, value_name = "FILE")]
-    stdout: Option<String>,
+    pub(super) stdout: Option<String>,
     /// File for the job's standard error.
     #[arg(long, value_name = "FILE")]
-    stderr: Option<String>,
+    pub(super) stderr: Option<String>,
     /// Comment.
     #[arg(long, value_name = "TEXT")]
-    comment: Option<String>,
+    pub(super) comment: Option<String>,
     /// Dependency, e.g. afterok:123.
     #[arg(long, short = 'd', value_name = "DEPENDENCY")]
-    dependency: Option<String>,
+    pub(super) dependency: Option<String>,
     /// Job array indices, e.g. 0-9 or 1,3,5%2.
     #[arg(long, short = 'a', value_name = "INDICES")]
-    array: Option<String>,
+    pub(super) array: Option<String>,
     /// Submit held.
     #[arg(long, short = 'H')]
-    hold: bool,
+    pub(super) hold: bool,
     /// Nice value.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    nice: Option<i64>,
+    pub(super) nice: Option<i64>,
 }
 
 pub async fn run(ctx: &Context, command: Option<JobsCommand>) -> anyhow::Result<()> {
@@ -366,11 +368,23 @@ fn exit_code(job: &Job) -> String {
     }
 }
 
-async fn submit(ctx: &Context, client: &Client, args: SubmitArgs) -> anyhow::Result<()> {
-    let mut job = match (&args.script, &args.wrap) {
+async fn submit(ctx: &Context, client: &Client, mut args: SubmitArgs) -> anyhow::Result<()> {
+    let mut job = match (args.script.clone(), &args.wrap) {
         (_, Some(command)) => JobSubmission::wrap(command),
-        (Some(path), None) => JobSubmission::script(read_script(path)?),
-        (None, None) => return Err(usage("give a script file or --wrap COMMAND")),
+        (Some(path), None) => {
+            let script = read_script(&path)?;
+            let ignored =
+                directives::apply(&mut args, &directives::words(&script)).map_err(usage)?;
+            for warning in ignored {
+                eprintln!("warning: {warning}");
+            }
+            JobSubmission::script(script)
+        }
+        (None, None) => {
+            return Err(usage(
+                "give a script file (or - for standard input) or --wrap COMMAND",
+            ));
+        }
     };
     job.name = args.name.or_else(|| match &args.script {
         Some(path) if path.as_os_str() != "-" => {
@@ -427,7 +441,7 @@ async fn submit(ctx: &Context, client: &Client, args: SubmitArgs) -> anyhow::Res
     })
 }
 
-fn read_script(path: &PathBuf) -> anyhow::Result<String> {
+fn read_script(path: &std::path::Path) -> anyhow::Result<String> {
     let text = if path.as_os_str() == "-" {
         let mut text = String::new();
         std::io::stdin()

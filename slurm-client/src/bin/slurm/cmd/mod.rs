@@ -1,6 +1,7 @@
 //! One module per top-level command.
 
 pub mod accounting;
+mod directives;
 pub mod get;
 pub mod jobs;
 pub mod nodes;
