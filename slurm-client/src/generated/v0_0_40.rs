@@ -4152,11 +4152,11 @@ pub mod types {
     ///recorded rollup statistics
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct V0040RollupStatsItem {
+        ///Duration of the last rollup (seconds)
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub last_cycle: ::std::option::Option<i64>,
         ///Last time rollup ran (UNIX timestamp)
-        #[serde(
-            rename = "last run",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub last_run: ::std::option::Option<i64>,
         ///longest rollup time (seconds)
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]

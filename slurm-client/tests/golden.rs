@@ -1,0 +1,128 @@
+//! Golden tests: every recorded slurmrestd response (`tests/fixtures/`, re-recorded with
+//! `cargo xtask fixtures record`) decodes into the generated type of its REST version, and
+//! decoding drops none of the fields the server sent. Versions whose cargo feature is off are
+//! skipped (`cargo test --all-features` checks them all).
+
+mod decoders;
+
+use std::collections::BTreeSet;
+
+use decoders::{Fixture, RECORDED, decoder, decoders, fixtures};
+use serde_json::Value;
+
+/// The fixtures of every compiled-in version.
+fn compiled_fixtures() -> Vec<Fixture> {
+    RECORDED
+        .iter()
+        .filter(|(_, version)| decoders(version).is_some())
+        .flat_map(|(release, version)| fixtures(release, version))
+        .collect()
+}
+
+#[test]
+fn every_fixture_decodes_into_its_generated_type() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for fixture in compiled_fixtures() {
+        let Some(decode) = decoder(&fixture) else {
+            failures.push(format!(
+                "{}: no generated type listed in tests/decoders/mod.rs",
+                fixture.label()
+            ));
+            continue;
+        };
+        checked += 1;
+        match ((decode.decode)(&fixture.body), &fixture.invalid_json) {
+            (Ok(_), None) => {}
+            (Err(e), None) => failures.push(format!("{}: {e}", fixture.label())),
+            // slurmrestd sent invalid JSON (bare `Infinity`): a clear error, never a panic.
+            (Err(e), Some(_)) => assert!(!e.is_empty(), "{}", fixture.label()),
+            (Ok(_), Some(why)) => failures.push(format!(
+                "{}: recorded as invalid JSON ({why}) yet decodes",
+                fixture.label()
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    eprintln!("{checked} fixtures decoded");
+}
+
+#[test]
+fn every_listed_type_has_a_fixture() {
+    for (_, version) in RECORDED {
+        let Some(table) = decoders(version) else {
+            continue;
+        };
+        let recorded: BTreeSet<String> = RECORDED
+            .iter()
+            .filter(|(_, v)| v == version)
+            .flat_map(|(release, v)| fixtures(release, v))
+            .map(|f| f.name)
+            .collect();
+        for decoder in table {
+            let name = decoder.name;
+            assert!(
+                recorded.contains(name),
+                "{version}: {name} is listed in tests/decoders/mod.rs but was never recorded"
+            );
+        }
+    }
+}
+
+#[test]
+fn decoding_keeps_every_field_the_server_sent() {
+    let mut lost = Vec::new();
+    for fixture in compiled_fixtures() {
+        if fixture.invalid_json.is_some() {
+            continue;
+        }
+        let decode = decoder(&fixture).expect("listed");
+        let original: Value = serde_json::from_slice(&fixture.body).expect("JSON");
+        let decoded = (decode.round_trip)(&fixture.body).expect("decodes");
+        let mut paths = BTreeSet::new();
+        missing(&original, &decoded, String::new(), &mut paths);
+        if !paths.is_empty() {
+            lost.push(format!(
+                "{}: {}",
+                fixture.label(),
+                paths.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    assert!(
+        lost.is_empty(),
+        "fields the generated types drop or change (not in the spec?):\n{}",
+        lost.join("\n")
+    );
+}
+
+/// Collects the paths (array indices as `[]`) where `decoded` lacks or changed a non-null
+/// value of `original`. Numbers compare by value (`5` equals `5.0`).
+fn missing(original: &Value, decoded: &Value, path: String, out: &mut BTreeSet<String>) {
+    match (original, decoded) {
+        (Value::Null, _) => {}
+        (Value::Object(a), Value::Object(b)) => {
+            for (key, value) in a {
+                let at = format!("{path}/{key}");
+                match b.get(key) {
+                    Some(other) => missing(value, other, at, out),
+                    // Serialization leaves out empty maps (e.g. deprecated `power: {}`).
+                    None if value.is_null() || value == &Value::Object(Default::default()) => {}
+                    None => {
+                        out.insert(at);
+                    }
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (x, y) in a.iter().zip(b) {
+                missing(x, y, format!("{path}[]"), out);
+            }
+        }
+        (Value::Number(a), Value::Number(b)) if a.as_f64() == b.as_f64() => {}
+        (a, b) if a == b => {}
+        _ => {
+            out.insert(format!("{path} (changed)"));
+        }
+    }
+}
