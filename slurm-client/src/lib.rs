@@ -8,6 +8,39 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), slurm_client::Error> {
+//! use slurm_client::{Client, JobQuery, JobState};
+//!
+//! let client = Client::from_env()?;
+//! let jobs = client.list_jobs(&JobQuery::new().state(JobState::Running)).await?.value;
+//! for job in &jobs.jobs {
+//!     println!("{} {} {} on {}", job.id, job.name, job.state, job.nodes.as_deref().unwrap_or("-"));
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # The version-neutral API
+//!
+//! Everything a scheduler bridge, exporter or operator needs is a method on [`Client`]
+//! returning plain types from [`model`] — the same whichever REST version was negotiated:
+//!
+//! | domain | methods |
+//! | --- | --- |
+//! | jobs | [`list_jobs`](Client::list_jobs), [`get_job`](Client::get_job), [`submit_job`](Client::submit_job), [`update_job`](Client::update_job), [`cancel_job`](Client::cancel_job), [`signal_job`](Client::signal_job), [`hold_job`](Client::hold_job), [`release_job`](Client::release_job), [`requeue_job`](Client::requeue_job) |
+//! | nodes | [`list_nodes`](Client::list_nodes), [`get_node`](Client::get_node), [`update_node`](Client::update_node), [`drain_node`](Client::drain_node), [`resume_node`](Client::resume_node), [`down_node`](Client::down_node), [`delete_node`](Client::delete_node), [`create_node`](Client::create_node) |
+//! | partitions | [`list_partitions`](Client::list_partitions), [`get_partition`](Client::get_partition) |
+//! | reservations | [`list_reservations`](Client::list_reservations), [`get_reservation`](Client::get_reservation), [`create_reservation`](Client::create_reservation), [`update_reservation`](Client::update_reservation), [`delete_reservation`](Client::delete_reservation) |
+//! | controller | [`diag`](Client::diag), [`ping`](Client::ping), [`reconfigure`](Client::reconfigure), [`licenses`](Client::licenses), [`shares`](Client::shares) |
+//! | following changes | [`JobTracker`], [`NodeTracker`] ([`tracking`]) |
+//!
+//! Each returns a [`Response`] (the value plus slurmrestd's warnings and meta). An operation
+//! the negotiated version does not have gives [`Error::Unsupported`] (e.g. writing
+//! reservations before REST v0.0.43). The raw per-version bindings (`v0_0_4x` modules)
+//! and [`Client::request`] remain available for anything else.
+//!
+//! The lower-level transport, for a request the typed API does not cover:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), slurm_client::Error> {
 //! let client = slurm_client::Client::from_env()?;
 //! let negotiated = client.negotiate().await?;
 //! println!(
@@ -61,6 +94,7 @@ mod request;
 mod response;
 mod retry;
 mod tls;
+pub mod tracking;
 mod transport;
 mod version;
 
@@ -78,14 +112,17 @@ pub use model::{
     Wckey,
 };
 pub use model::{
-    ArrayInfo, ExitCode, Job, JobFlag, JobList, JobQuery, JobState, JobSubmission, JobUpdate,
-    Limit, Node, NodeFlag, NodeList, NodeQuery, NodeState, NodeStateChange, NodeUpdate,
-    SubmittedJob, Tres,
+    ArrayInfo, BackfillStats, ControllerPing, Diag, ExitCode, Job, JobCounters, JobFlag, JobList,
+    JobQuery, JobState, JobSubmission, JobUpdate, License, Limit, Node, NodeFlag, NodeList,
+    NodeQuery, NodeState, NodeStateChange, NodeUpdate, Partition, PartitionList, Ping,
+    Reservation, ReservationList, ReservationSpec, ReservationUpdate, RpcStat, RpcUserStat,
+    SchedulerStats, Share, Shares, SharesQuery, SubmittedJob, Tres,
 };
 pub use negotiate::Negotiated;
 pub use request::{Request, path_segment};
 pub use response::Response;
 pub use retry::RetryPolicy;
+pub use tracking::{Change, JobTracker, NodeTracker, Poll, Tracked, Tracker};
 pub use version::{ApiVersion, ParseApiVersionError};
 
 /// Re-exported: the HTTP [`Method`] used in [`Request`] and [`Error`].

@@ -9,9 +9,15 @@
 //! - states keep values this crate does not know as `Other("…")`.
 
 mod accounting;
+mod diag;
 mod job;
+mod license;
 mod node;
 mod noval;
+mod partition;
+mod ping;
+mod reservation;
+mod share;
 mod tres;
 
 pub(crate) use accounting::valid_name;
@@ -20,13 +26,20 @@ pub use accounting::{
     JobRecord, JobRecordQuery, Qos, QosLimits, QosSpec, StepRecord, TresRecord, User, UserSpec,
     Wckey,
 };
+pub use diag::{BackfillStats, Diag, JobCounters, RpcStat, RpcUserStat, SchedulerStats};
 pub use job::{
     ArrayInfo, ExitCode, Job, JobFlag, JobList, JobQuery, JobState, JobSubmission, JobUpdate,
     SubmittedJob,
 };
+pub use license::License;
 pub use node::{Node, NodeFlag, NodeList, NodeQuery, NodeState, NodeStateChange, NodeUpdate};
 pub use noval::Limit;
 pub(crate) use noval::Wire;
+pub use partition::{Partition, PartitionList};
+pub use ping::{ControllerPing, Ping};
+pub(crate) use reservation::check_name as check_reservation_name;
+pub use reservation::{Reservation, ReservationList, ReservationSpec, ReservationUpdate};
+pub use share::{Share, Shares, SharesQuery};
 pub use tres::Tres;
 
 /// Defines a string enum that keeps unknown values: known variants map to Slurm's spelling,

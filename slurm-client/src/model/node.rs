@@ -6,6 +6,7 @@ use super::{Limit, Tres, string_enum};
 
 string_enum! {
     /// A node's base state (the first entry of Slurm's `state` list).
+    #[derive(Default)]
     NodeState {
         /// Up, no jobs.
         Idle = "IDLE",
@@ -20,13 +21,8 @@ string_enum! {
         /// Defined for the future, not yet present.
         Future = "FUTURE",
         /// State not known yet (e.g. slurmd never registered).
+        #[default]
         Unknown = "UNKNOWN",
-    }
-}
-
-impl Default for NodeState {
-    fn default() -> Self {
-        NodeState::Unknown
     }
 }
 
@@ -217,7 +213,7 @@ fn gres_gpus(gres: Option<&str>) -> u64 {
         if parts.next() != Some("gpu") {
             continue;
         }
-        if let Some(n) = parts.last().and_then(|n| n.parse::<u64>().ok()) {
+        if let Some(n) = parts.next_back().and_then(|n| n.parse::<u64>().ok()) {
             total += n;
         }
     }
@@ -325,10 +321,11 @@ impl NodeUpdate {
         if *self == NodeUpdate::default() {
             return Err("the node update changes nothing".into());
         }
-        if let Some(state) = &self.state {
-            if state.needs_reason() && self.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-                return Err(format!("node state {} needs a reason", state.as_str()));
-            }
+        if let Some(state) = &self.state
+            && state.needs_reason()
+            && self.reason.as_deref().is_none_or(|r| r.trim().is_empty())
+        {
+            return Err(format!("node state {} needs a reason", state.as_str()));
         }
         Ok(())
     }

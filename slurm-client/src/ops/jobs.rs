@@ -29,29 +29,15 @@ impl Client {
     /// One job (`GET /slurm/vX/job/{id}`); [`Error::NotFound`] if slurmctld does not know it
     /// (any more). For a job array's id this is the record with exactly that id.
     pub async fn get_job(&self, id: u32) -> Result<Response<Job>, Error> {
-        let response = self.get_job_records(id).await?;
-        let path = response_path(self, id).await?;
-        let mut found = None;
-        let response = response.map(|jobs| {
-            let exact = jobs.iter().position(|j| j.id == id);
-            found = exact.or(if jobs.is_empty() { None } else { Some(0) });
-            jobs
-        });
-        match found {
-            Some(i) => Ok(response.map(|mut jobs| jobs.swap_remove(i))),
-            None => Err(Error::NotFound {
-                method: crate::Method::GET,
-                path,
-                status: response.status,
-                errors: Vec::new(),
-            }),
-        }
+        let path = job_path(self, id).await?;
+        let response = dispatch!(self, "job query", list(self, Request::get(path.clone())))?;
+        super::single(response, path, |list| list.jobs, |j| j.id == id)
     }
 
     /// Every record `GET /slurm/vX/job/{id}` returns: one job, or every task of a job array
     /// or component of a heterogeneous job.
     pub async fn get_job_records(&self, id: u32) -> Result<Response<Vec<Job>>, Error> {
-        let request = Request::get(response_path(self, id).await?);
+        let request = Request::get(job_path(self, id).await?);
         let response = dispatch!(self, "job query", list(self, request))?;
         Ok(response.map(|list| list.jobs))
     }
@@ -76,7 +62,7 @@ impl Client {
                 "job update for {id} changes nothing"
             )));
         }
-        let path = response_path(self, id).await?;
+        let path = job_path(self, id).await?;
         dispatch!(self, "job update", update(self, path, update))
     }
 
@@ -103,7 +89,7 @@ impl Client {
                 "invalid signal {signal:?}: expected a name like TERM or a number"
             )));
         }
-        let path = response_path(self, id).await?;
+        let path = job_path(self, id).await?;
         let request = Request::delete(path.clone()).query("signal", signal);
         dispatch!(self, "job signal", kill(self, request, path))
     }
@@ -111,12 +97,12 @@ impl Client {
     /// Requeues a job (`scontrol requeue`). Only REST v0.0.45 (Slurm 26.05) has it; older
     /// versions give [`Error::Unsupported`].
     pub async fn requeue_job(&self, id: u32) -> Result<Response<()>, Error> {
-        let path = format!("{}/requeue", response_path(self, id).await?);
+        let path = format!("{}/requeue", job_path(self, id).await?);
         dispatch!(self, "job requeue", requeue(self, path))
     }
 }
 
-async fn response_path(client: &Client, id: u32) -> Result<String, Error> {
+async fn job_path(client: &Client, id: u32) -> Result<String, Error> {
     let version = client.version().await?;
     Ok(format!(
         "/slurm/{version}/job/{}",

@@ -77,7 +77,7 @@ macro_rules! unsupported {
                 client: &$crate::Client,
                 $($arg: $ty),*
             ) -> Result<$out, $crate::Error> {
-                let _ = ($($arg),*);
+                $( let _ = $arg; )*
                 Err(client.unsupported($operation).await)
             }
         )+
@@ -99,8 +99,13 @@ macro_rules! noval {
 }
 
 mod accounting;
+mod diag;
 mod jobs;
+mod licenses;
 mod nodes;
+mod partitions;
+mod reservations;
+mod shares;
 
 /// A generated field that may or may not be an `Option` (v0.0.40 has some plain ones).
 pub(crate) trait Field<T> {
@@ -117,6 +122,32 @@ macro_rules! plain_field {
     ($($t:ty),*) => { $( impl Field<$t> for $t { fn get(self) -> Option<$t> { Some(self) } } )* };
 }
 plain_field!(bool, i64, f64, String);
+
+/// The one item of a listing that `wanted` accepts, or [`Error::NotFound`] for `path`.
+pub(crate) fn single<L, T>(
+    response: crate::Response<L>,
+    path: String,
+    items: impl FnOnce(L) -> Vec<T>,
+    wanted: impl Fn(&T) -> bool,
+) -> Result<crate::Response<T>, crate::Error> {
+    let status = response.status;
+    let mut found = None;
+    let response = response.map(|list| {
+        let mut all = items(list);
+        if let Some(i) = all.iter().position(&wanted) {
+            found = Some(all.swap_remove(i));
+        }
+    });
+    match found {
+        Some(item) => Ok(response.map(|()| item)),
+        None => Err(crate::Error::NotFound {
+            method: crate::Method::GET,
+            path,
+            status,
+            errors: Vec::new(),
+        }),
+    }
+}
 
 /// See [`noval!`].
 pub(crate) fn limit<N>(parts: Option<(Option<bool>, Option<bool>, Option<N>)>) -> Limit<N> {
@@ -144,6 +175,52 @@ pub(crate) fn wire<T: DeserializeOwned, N: serde::Serialize + Default>(
 ) -> Option<T> {
     let json = serde_json::to_value(Wire::from(value)).ok()?;
     serde_json::from_value(json).ok()
+}
+
+/// Re-reads a generated value as another shape through JSON. For the few places where
+/// versions disagree on a field's type (a plain number in one, `{set, infinite, number}` in
+/// another) or lack fields: the target is a private lenient struct (every field defaulted,
+/// numbers as [`Flex`]) — used for small answers (diag, ping), never for job or node lists.
+pub(crate) fn reshape<T: serde::Serialize, U: DeserializeOwned + Default>(value: &T) -> U {
+    serde_json::to_value(value)
+        .and_then(serde_json::from_value)
+        .unwrap_or_default()
+}
+
+/// A number that is either plain or `{set, infinite, number}`, read as a [`Limit`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Flex(pub Limit<f64>);
+
+impl<'de> serde::Deserialize<'de> for Flex {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Flex, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Plain(f64),
+            NoVal {
+                set: Option<bool>,
+                infinite: Option<bool>,
+                number: Option<f64>,
+            },
+            Other(serde::de::IgnoredAny),
+        }
+        Ok(Flex(match Raw::deserialize(d)? {
+            Raw::Plain(n) => Limit::Value(n),
+            Raw::NoVal {
+                set,
+                infinite,
+                number,
+            } => Limit::from_parts(set, infinite, number),
+            Raw::Other(_) => Limit::Unset,
+        }))
+    }
+}
+
+impl Flex {
+    /// As a whole non-negative number (0 when unset, infinite or negative).
+    pub(crate) fn u64(self) -> u64 {
+        self.0.value().filter(|n| *n >= 0.0).map_or(0, |n| n as u64)
+    }
 }
 
 #[cfg(test)]
@@ -176,6 +253,19 @@ mod tests {
         assert_eq!(noval!(optional), Limit::Infinite);
         let missing: Option<Optional> = None;
         assert_eq!(noval!(missing), Limit::Unset);
+    }
+
+    #[test]
+    fn flex_reads_plain_and_noval_numbers() {
+        let v: Vec<Flex> = serde_json::from_str(
+            r#"[3, 2.5, {"set": true, "infinite": false, "number": 7}, {"set": false, "infinite": true}, "x"]"#,
+        )
+        .unwrap();
+        assert_eq!(v[0].0, Limit::Value(3.0));
+        assert_eq!(v[1].0, Limit::Value(2.5));
+        assert_eq!(v[2].u64(), 7);
+        assert_eq!(v[3].0, Limit::Infinite);
+        assert_eq!(v[4].0, Limit::Unset);
     }
 
     #[test]

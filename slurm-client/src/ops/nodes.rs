@@ -25,19 +25,7 @@ impl Client {
     pub async fn get_node(&self, name: &str) -> Result<Response<Node>, Error> {
         let path = node_path(self, name).await?;
         let response = dispatch!(self, "node query", list(self, Request::get(path.clone())))?;
-        if !response.value.nodes.iter().any(|n| n.name == name) && response.value.nodes.is_empty() {
-            return Err(Error::NotFound {
-                method: crate::Method::GET,
-                path,
-                status: response.status,
-                errors: Vec::new(),
-            });
-        }
-        Ok(response.map(|list| {
-            let mut nodes = list.nodes;
-            let i = nodes.iter().position(|n| n.name == name).unwrap_or(0);
-            nodes.swap_remove(i)
-        }))
+        super::single(response, path, |list| list.nodes, |n| n.name == name)
     }
 
     /// Changes a node (`POST /slurm/vX/node/{name}`; `name` may be a hostlist such as

@@ -1,0 +1,228 @@
+//! Jobs through the version-neutral API, for every REST version each cluster serves.
+
+mod common;
+mod support;
+
+use slurm_client::{
+    ApiVersion, Error, JobFlag, JobQuery, JobState, JobSubmission, JobUpdate, Limit,
+};
+use support::{targets, wait_for_state};
+
+#[tokio::test]
+async fn submit_run_complete_and_list() {
+    for t in targets().await {
+        let label = t.label();
+        let submitted = t
+            .client
+            .submit_job(&t.quick_job("complete", 2).comment("from the api test"))
+            .await
+            .unwrap_or_else(|e| panic!("{label}: submit: {e}"))
+            .value;
+        assert!(submitted.job_id > 0, "{label}");
+
+        let running = wait_for_state(
+            &t,
+            submitted.job_id,
+            &[JobState::Running, JobState::Completed],
+        )
+        .await;
+        assert_eq!(running.name, t.job_name("complete"), "{label}");
+        assert_eq!(running.partition.as_deref(), Some("debug"), "{label}");
+        assert_eq!(running.user, "root", "{label}");
+        assert_eq!(running.user_id, Some(0), "{label}");
+        assert_eq!(
+            running.comment.as_deref(),
+            Some("from the api test"),
+            "{label}"
+        );
+        assert_eq!(
+            running.working_directory.as_deref(),
+            Some("/tmp"),
+            "{label}"
+        );
+        assert_eq!(running.time_limit_minutes, Limit::Value(5), "{label}");
+        assert!(
+            running.submit_time.is_some() && running.start_time.is_some(),
+            "{label}: {running:?}"
+        );
+        assert!(
+            running.cpus.value().unwrap_or(0) >= 1,
+            "{label}: {running:?}"
+        );
+        assert!(running.priority.is_value(), "{label}: {running:?}");
+        assert!(running.batch, "{label}");
+        assert!(
+            running.nodes.is_some() && running.batch_host.is_some(),
+            "{label}: {running:?}"
+        );
+        assert!(
+            running.tres_allocated.count("cpu").unwrap_or(0) >= 1,
+            "{label}: {running:?}"
+        );
+
+        let listed = t
+            .client
+            .list_jobs(&JobQuery::new().name(t.job_name("complete")))
+            .await
+            .unwrap()
+            .value;
+        assert!(
+            listed.jobs.iter().any(|j| j.id == submitted.job_id),
+            "{label}: {listed:?}"
+        );
+        assert!(
+            listed.jobs.iter().all(|j| j.name == t.job_name("complete")),
+            "{label}"
+        );
+        assert!(listed.last_update.is_some() && !listed.unchanged, "{label}");
+
+        let done = wait_for_state(&t, submitted.job_id, &[JobState::Completed]).await;
+        let exit = done
+            .exit_code
+            .clone()
+            .expect("exit code of a completed job");
+        assert_eq!(exit.return_code, Some(0), "{label}: {done:?}");
+        assert!(done.end_time.is_some(), "{label}");
+        assert!(!done.has_flag(&JobFlag::Requeued), "{label}");
+        assert!(done.state.is_finished());
+    }
+}
+
+#[tokio::test]
+async fn cancel_and_signal() {
+    for t in targets().await {
+        let label = t.label();
+        let id = t
+            .client
+            .submit_job(&t.quick_job("cancel", 300))
+            .await
+            .unwrap()
+            .value
+            .job_id;
+        wait_for_state(&t, id, &[JobState::Running]).await;
+        t.client
+            .signal_job(id, "USR1")
+            .await
+            .unwrap_or_else(|e| panic!("{label}: signal: {e}"));
+        t.client
+            .cancel_job(id)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: cancel: {e}"));
+        let job = wait_for_state(&t, id, &[JobState::Cancelled]).await;
+        assert!(job.state.is_finished(), "{label}");
+        let err = t.client.signal_job(id, "not a signal").await.unwrap_err();
+        assert_eq!(err.label(), "config", "{label}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn hold_release_and_update() {
+    for t in targets().await {
+        let label = t.label();
+        let id = t
+            .client
+            .submit_job(&t.quick_job("hold", 1).hold(true))
+            .await
+            .unwrap()
+            .value
+            .job_id;
+        let held = t.client.get_job(id).await.unwrap().value;
+        assert_eq!(held.state, JobState::Pending, "{label}");
+        assert!(held.held, "{label}: {held:?}");
+        assert_eq!(held.priority, Limit::Value(0), "{label}");
+
+        let update = JobUpdate::default()
+            .time_limit_minutes(Limit::Value(7))
+            .comment("updated");
+        t.client
+            .update_job(id, &update)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: update: {e}"));
+        let updated = t.client.get_job(id).await.unwrap().value;
+        assert_eq!(updated.time_limit_minutes, Limit::Value(7), "{label}");
+        assert_eq!(updated.comment.as_deref(), Some("updated"), "{label}");
+
+        t.client
+            .release_job(id)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: release: {e}"));
+        let released = t.client.get_job(id).await.unwrap().value;
+        assert!(!released.held, "{label}: {released:?}");
+        wait_for_state(&t, id, &[JobState::Running, JobState::Completed]).await;
+
+        let id2 = t
+            .client
+            .submit_job(&t.quick_job("hold2", 1).hold(true))
+            .await
+            .unwrap()
+            .value
+            .job_id;
+        t.client.hold_job(id2).await.unwrap();
+        assert!(t.client.get_job(id2).await.unwrap().value.held, "{label}");
+        t.client.cancel_job(id2).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn requeue_where_supported() {
+    for t in targets().await {
+        let label = t.label();
+        let id = t
+            .client
+            .submit_job(&t.quick_job("requeue", 300))
+            .await
+            .unwrap()
+            .value
+            .job_id;
+        wait_for_state(&t, id, &[JobState::Running]).await;
+        match t.client.requeue_job(id).await {
+            Ok(_) => {
+                assert!(t.version >= ApiVersion::V0_0_45, "{label}");
+                let job = t.client.get_job(id).await.unwrap().value;
+                assert!(
+                    job.has_flag(&JobFlag::Requeued)
+                        || job.state == JobState::Pending
+                        || job.restart_count > 0,
+                    "{label}: {job:?}"
+                );
+            }
+            Err(Error::Unsupported { version, .. }) => {
+                assert!(t.version < ApiVersion::V0_0_45, "{label}");
+                assert_eq!(version, t.version);
+            }
+            Err(e) => panic!("{label}: requeue: {e}"),
+        }
+        t.client.cancel_job(id).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn unknown_job_is_not_found() {
+    for t in targets().await {
+        let label = t.label();
+        let err = t.client.get_job(4_000_000_000).await.unwrap_err();
+        assert_eq!(err.label(), "not_found", "{label}: {err}");
+        let err = t.client.cancel_job(4_000_000_000).await.unwrap_err();
+        assert_eq!(err.label(), "not_found", "{label}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn rejected_submission_keeps_slurm_errors() {
+    for t in targets().await {
+        let label = t.label();
+        let job = t.quick_job("rejected", 1).partition("no-such-partition");
+        let err = t.client.submit_job(&job).await.unwrap_err();
+        assert!(matches!(err, Error::Rejected { .. }), "{label}: {err:?}");
+        assert!(!err.slurm_errors().is_empty(), "{label}: {err:?}");
+        let text = err.to_string();
+        assert!(text.to_lowercase().contains("partition"), "{label}: {text}");
+
+        let err = t
+            .client
+            .submit_job(&JobSubmission::script("no shebang"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.label(), "config", "{label}: {err}");
+    }
+}
