@@ -1,13 +1,13 @@
-//! Partitions, reservations, diag, ping, licenses, shares and reconfigure through the
+//! Partitions, reservations, diag, ping, licenses and shares through the
 //! version-neutral API, for every REST version each cluster serves.
 
 mod common;
 mod support;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use slurm_client::{ApiVersion, Error, ReservationSpec, ReservationUpdate, SharesQuery};
-use support::{targets, wait_for};
+use support::targets;
 
 fn now() -> i64 {
     SystemTime::now()
@@ -161,30 +161,5 @@ async fn diag_ping_licenses_shares() {
             };
             t.client.shares(&root_only).await.unwrap();
         }
-    }
-}
-
-/// Once per cluster (slurmctld re-executes itself), with its oldest served version.
-#[tokio::test]
-async fn reconfigure() {
-    let mut done = Vec::new();
-    for t in targets().await {
-        if done.contains(&t.cluster.source) {
-            continue;
-        }
-        done.push(t.cluster.source.clone());
-        t.client
-            .reconfigure()
-            .await
-            .unwrap_or_else(|e| panic!("{}: {e}", t.label()));
-        let what = format!("{}: slurmctld back after reconfigure", t.label());
-        wait_for(&what, Duration::from_secs(60), || async {
-            t.client
-                .ping()
-                .await
-                .ok()
-                .filter(|p| p.value.any_responding())
-        })
-        .await;
     }
 }

@@ -149,6 +149,30 @@ pub(crate) fn single<L, T>(
     }
 }
 
+/// Turns a `Rejected` error that really means "no such object" into `NotFound`: slurmrestd
+/// reports some unknown names through `errors[]` rather than with 404 (Slurm 24.11 answers
+/// an unknown partition with 422 and error 9000 "Unable to find partition …"; every
+/// release answers an unknown reservation or node with error 0, "No error").
+pub(crate) fn rejected_as_not_found(
+    err: crate::Error,
+    means_missing: impl Fn(&crate::SlurmError) -> bool,
+) -> crate::Error {
+    match err {
+        crate::Error::Rejected {
+            method,
+            path,
+            status,
+            errors,
+        } if !errors.is_empty() && errors.iter().all(&means_missing) => crate::Error::NotFound {
+            method,
+            path,
+            status,
+            errors,
+        },
+        other => other,
+    }
+}
+
 /// See [`noval!`].
 pub(crate) fn limit<N>(parts: Option<(Option<bool>, Option<bool>, Option<N>)>) -> Limit<N> {
     match parts {

@@ -24,7 +24,10 @@ impl Client {
     /// One node (`GET /slurm/vX/node/{name}`); [`Error::NotFound`] if there is no such node.
     pub async fn get_node(&self, name: &str) -> Result<Response<Node>, Error> {
         let path = node_path(self, name).await?;
-        let response = dispatch!(self, "node query", list(self, Request::get(path.clone())))?;
+        // An unknown node comes back as error 0 "Failure to query node …" (HTTP 200).
+        let missing = |e: &crate::SlurmError| e.error_number == Some(0);
+        let response = dispatch!(self, "node query", list(self, Request::get(path.clone())))
+            .map_err(|e| super::rejected_as_not_found(e, missing))?;
         super::single(response, path, |list| list.nodes, |n| n.name == name)
     }
 
@@ -40,6 +43,7 @@ impl Client {
             .map_err(|e| Error::Config(format!("invalid update of node {name}: {e}")))?;
         let path = node_path(self, name).await?;
         dispatch!(self, "node update", update(self, path, update))
+            .map_err(|e| super::rejected_as_not_found(e, invalid_node_name))
     }
 
     /// Drains a node: no new jobs, running ones finish (`scontrol update state=DRAIN`).
@@ -64,6 +68,7 @@ impl Client {
     pub async fn delete_node(&self, name: &str) -> Result<Response<()>, Error> {
         let path = node_path(self, name).await?;
         dispatch!(self, "node deletion", delete(self, path))
+            .map_err(|e| super::rejected_as_not_found(e, invalid_node_name))
     }
 
     /// Creates a dynamic node from a `slurm.conf` node line, e.g.
@@ -83,6 +88,11 @@ impl Client {
         let path = format!("/slurm/{version}/new/node/");
         dispatch!(self, "node creation", create(self, path, node_conf))
     }
+}
+
+/// Slurm error 2018, ESLURM_INVALID_NODE_NAME: what updating or deleting an unknown node gives.
+fn invalid_node_name(e: &crate::SlurmError) -> bool {
+    e.error_number == Some(2018)
 }
 
 async fn node_path(client: &Client, name: &str) -> Result<String, Error> {

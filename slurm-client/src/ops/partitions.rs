@@ -37,11 +37,17 @@ impl Client {
         }
         let version = self.version().await?;
         let path = format!("/slurm/{version}/partition/{}", path_segment(name));
+        let missing = |e: &crate::SlurmError| {
+            e.description
+                .as_deref()
+                .is_some_and(|d| d.contains("Unable to find partition"))
+        };
         let response = dispatch!(
             self,
             "partition query",
             list(self, Request::get(path.clone()))
-        )?;
+        )
+        .map_err(|e| super::rejected_as_not_found(e, missing))?;
         super::single(response, path, |list| list.partitions, |p| p.name == name)
     }
 }

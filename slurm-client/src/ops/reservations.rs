@@ -55,11 +55,13 @@ impl Client {
     /// One reservation (`GET /slurm/vX/reservation/{name}`); [`Error::NotFound`] if unknown.
     pub async fn get_reservation(&self, name: &str) -> Result<Response<Reservation>, Error> {
         let path = reservation_path(self, name).await?;
+        let missing = |e: &crate::SlurmError| e.error_number == Some(0);
         let response = dispatch!(
             self,
             "reservation query",
             list(self, Request::get(path.clone()))
-        )?;
+        )
+        .map_err(|e| super::rejected_as_not_found(e, missing))?;
         super::single(response, path, |list| list.reservations, |r| r.name == name)
     }
 
