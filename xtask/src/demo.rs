@@ -61,7 +61,6 @@ pub fn run(workspace: &Path) -> Result<()> {
     };
     cli(&["ping"])?;
     cli(&["nodes", "list"])?;
-    cli(&["partitions"])?;
     cli(&[
         "jobs",
         "submit",
@@ -71,8 +70,8 @@ pub fn run(workspace: &Path) -> Result<()> {
         "hostname; sleep 20",
     ])?;
     cli(&["jobs", "list"])?;
-    cli(&["diag"])?;
     cli(&["accounts"])?;
+    cli(&["qos"])?;
 
     println!(
         "\nThe cluster keeps running. Try it yourself:\n  set -a; . {env}; set +a\n  cargo run -p slurm-client --features cli --bin slurm -- jobs list\n  cargo xtask slurm exec -- squeue\nStop it with `cargo xtask slurm down`.",
