@@ -225,8 +225,10 @@ hostname
 
     #[test]
     fn command_line_wins_and_unknown_options_are_reported() {
-        let mut args = SubmitArgs::default();
-        args.partition = Some("batch".into());
+        let mut args = SubmitArgs {
+            partition: Some("batch".into()),
+            ..Default::default()
+        };
         let ignored = apply(&mut args, &words(SCRIPT)).unwrap();
         assert_eq!(args.name.as_deref(), Some("my job"));
         assert_eq!(args.partition.as_deref(), Some("batch"));
