@@ -336,6 +336,35 @@ fn nodes_list_and_show_with_json_output() {
 }
 
 #[test]
+fn partitions_reservations_licenses_and_diag() {
+    for cluster in common::clusters() {
+        let run = |args: &[&str]| json_ok(&cluster, &slurm(&cluster, args), &args.join(" "));
+        let partitions = run(&["partitions", "-o", "json"]);
+        let debug = partitions
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "debug")
+            .unwrap_or_else(|| panic!("{}: no debug partition: {partitions}", cluster.source));
+        assert!(debug["node_count"].as_u64().unwrap() > 0, "{debug}");
+        let shown = run(&["partitions", "show", "debug", "-o", "json"]);
+        assert_eq!(shown["name"], "debug", "{shown}");
+
+        assert!(run(&["reservations", "-o", "json"]).is_array());
+        assert!(run(&["licenses", "-o", "json"]).is_array());
+        let diag = run(&["diag", "-o", "json"]);
+        assert!(
+            diag["jobs"]["submitted"].is_u64(),
+            "{}: {diag}",
+            cluster.source
+        );
+
+        let table = stdout(&slurm(&cluster, &["diag"]));
+        assert!(table.contains("Jobs submitted:"), "{table}");
+    }
+}
+
+#[test]
 fn accounting_lists_and_job_history() {
     for cluster in common::clusters()
         .into_iter()

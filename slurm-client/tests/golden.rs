@@ -1,14 +1,18 @@
 //! Golden tests: every recorded slurmrestd response (`tests/fixtures/`, re-recorded with
-//! `cargo xtask fixtures record`) decodes into the generated type of its REST version, and
-//! decoding drops none of the fields the server sent. Versions whose cargo feature is off are
+//! `cargo xtask fixtures record`) decodes into the generated type of its REST version,
+//! decoding drops none of the fields the server sent, and the client's version-neutral
+//! operations (its own transport, decoding and conversion, fed by a loopback replay of the
+//! recordings) turn them into the model types. Versions whose cargo feature is off are
 //! skipped (`cargo test --all-features` checks them all).
 
 mod decoders;
 
 use std::collections::BTreeSet;
 
-use decoders::{Fixture, RECORDED, decoder, decoders, fixtures};
+use decoders::replay::Replay;
+use decoders::{Fixture, RECORDED, decoder, decoders, fixtures, neutral};
 use serde_json::Value;
+use slurm_client::Error;
 
 /// The fixtures of every compiled-in version.
 fn compiled_fixtures() -> Vec<Fixture> {
@@ -124,5 +128,75 @@ fn missing(original: &Value, decoded: &Value, path: String, out: &mut BTreeSet<S
         _ => {
             out.insert(format!("{path} (changed)"));
         }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fixture_converts_into_the_neutral_types() {
+    let mut failures = Vec::new();
+    let mut converted = 0;
+    for (release, version) in RECORDED {
+        if decoders(version).is_none() {
+            continue;
+        }
+        let fixtures = fixtures(release, version);
+        let replay = Replay::start();
+        neutral::serve_all(&replay, &fixtures);
+        let client = neutral::client(&replay, version);
+        for fixture in &fixtures {
+            let Some(result) = neutral::call(&client, &fixture.name, release).await else {
+                continue;
+            };
+            converted += 1;
+            match result {
+                Ok(value) => failures.extend(
+                    what_is_wrong(&fixture.name, &value)
+                        .map(|w| format!("{}: {w}", fixture.label())),
+                ),
+                Err(e) => failures.push(format!("{}: {e}", fixture.label())),
+            }
+        }
+        match client.get_job(999_999).await {
+            Err(Error::NotFound { .. }) => {}
+            other => failures.push(format!(
+                "{release}/{version}: unknown job gave {:?} instead of NotFound",
+                other.map(|r| r.value.id)
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    eprintln!("{converted} fixtures converted");
+}
+
+/// Spot checks of what the recording is known to contain.
+fn what_is_wrong(name: &str, value: &Value) -> Option<String> {
+    let count = |list: &Value| list.as_array().map_or(0, Vec::len);
+    let known_states = ["PENDING", "RUNNING", "COMPLETED", "FAILED"];
+    match name {
+        "slurm_jobs" => {
+            let jobs = &value["jobs"];
+            if count(jobs) != 7 {
+                return Some(format!("{} jobs, expected 7", count(jobs)));
+            }
+            let states: Vec<&str> = jobs
+                .as_array()?
+                .iter()
+                .filter_map(|j| j["state"].as_str())
+                .collect();
+            (states.len() != 7 || states.iter().any(|s| !known_states.contains(s)))
+                .then(|| format!("job states {states:?}"))
+        }
+        "slurm_job_array" => {
+            (count(value) != 3).then(|| format!("{} array tasks, expected 3", count(value)))
+        }
+        "slurm_nodes" => (count(&value["nodes"]) != 4)
+            .then(|| format!("{} nodes, expected 4", count(&value["nodes"]))),
+        "slurm_licenses" => {
+            (count(value) != 2).then(|| format!("{} licenses, expected 2", count(value)))
+        }
+        "slurmdb_jobs" => {
+            (count(value) != 6).then(|| format!("{} job records, expected 6", count(value)))
+        }
+        _ => None,
     }
 }

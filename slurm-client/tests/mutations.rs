@@ -3,14 +3,20 @@
 //! for lists, truncated or corrupted bytes, deep nesting), goes through the generated type of
 //! its version. Errors are fine; panics are not.
 //!
-//! Deterministic: a fixed seed per fixture. `SLURM_MUTATION_CASES` (default 24) sets the
-//! number of mutated bodies per fixture, `SLURM_MUTATION_SEED` changes the seed.
+//! The same goes for the client's version-neutral operations (transport checks, envelope,
+//! decoding and conversion), fed the mutated bodies by a loopback replay server.
+//!
+//! Deterministic: a fixed seed per fixture. `SLURM_MUTATION_CASES` (default 24) and
+//! `SLURM_MUTATION_CASES_NEUTRAL` (default 12) set the number of mutated bodies per fixture,
+//! `SLURM_MUTATION_SEED` changes the seed.
 
 mod decoders;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 
-use decoders::{Fixture, RECORDED, decoder, decoders, fixtures};
+use decoders::replay::Replay;
+use decoders::{Fixture, RECORDED, decoder, decoders, fixtures, neutral};
 use serde_json::{Value, json};
 
 /// splitmix64: small, seedable, good enough to pick mutations.
@@ -307,4 +313,55 @@ fn every_decoder_survives_hostile_documents() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutated_responses_never_panic_the_neutral_operations() {
+    let cases = env_number("SLURM_MUTATION_CASES_NEUTRAL", 12);
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for (release, version) in RECORDED {
+        if decoders(version).is_none() {
+            continue;
+        }
+        let fixtures = fixtures(release, version);
+        let replay = Replay::start();
+        neutral::serve_all(&replay, &fixtures);
+        let client = neutral::client(&replay, version);
+        for fixture in &fixtures {
+            if neutral::call(&client, &fixture.name, release)
+                .await
+                .is_none()
+            {
+                continue;
+            }
+            let parsed: Option<Value> = serde_json::from_slice(&fixture.body).ok();
+            let mut rng = Rng(seed_for(&format!("neutral {}", fixture.label())));
+            for case in 0..cases {
+                let (body, what) = mutate(&mut rng, &fixture.body, parsed.as_ref());
+                replay.set(&fixture.path, fixture.status, Arc::new(body));
+                total += 1;
+                let (client, name) = (client.clone(), fixture.name.clone());
+                let outcome = tokio::spawn(async move {
+                    neutral::call(&client, &name, release)
+                        .await
+                        .map(|r| r.is_ok())
+                })
+                .await;
+                if let Err(e) = outcome {
+                    failures.push(format!(
+                        "{}: case {case}: {what}: PANIC {e}",
+                        fixture.label()
+                    ));
+                }
+            }
+            replay.set(
+                &fixture.path,
+                fixture.status,
+                Arc::new(fixture.body.clone()),
+            );
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    eprintln!("{total} mutated bodies through the neutral operations without a panic");
 }

@@ -159,8 +159,8 @@ async fn run_source(
     }
 }
 
-/// Logs when a source's state changes (first result, failure, different failure,
-/// recovery), not on every interval.
+/// Logs when a source's state changes (first result, failure, recovery), not on every
+/// interval; a failing source whose error changes only logs at debug level.
 fn log_change(
     kind: SourceKind,
     previous: Option<&Result<(), Failure>>,
@@ -172,10 +172,10 @@ fn log_change(
         (None, Ok(())) => info!(source, ?took, "source collected"),
         (Some(Err(_)), Ok(())) => info!(source, ?took, "source recovered"),
         (Some(Ok(())), Ok(())) => debug!(source, ?took, "source collected"),
-        (Some(Err(old)), Err(new)) if old.kind == new.kind => {
+        (Some(Err(_)), Err(new)) => {
             debug!(source, kind = new.kind, error = %new.message, "source still failing")
         }
-        (_, Err(new)) => warn!(
+        (None | Some(Ok(())), Err(new)) => warn!(
             source,
             kind = new.kind,
             error = %new.message,

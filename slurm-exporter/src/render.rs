@@ -2,7 +2,8 @@
 //!
 //! Both are rendered once per collection, so a scrape only copies bytes. The OpenMetrics
 //! text is rendered without its closing `# EOF`, which the HTTP handler appends after the
-//! few lines it computes per scrape.
+//! few lines it computes per scrape. Families with no series keep their HELP and TYPE in
+//! the Prometheus text (so tools see every name) and are left out of OpenMetrics.
 
 use std::fmt::Write;
 
@@ -60,6 +61,10 @@ fn prometheus(out: &mut String, f: &Family) {
 }
 
 fn openmetrics(out: &mut String, f: &Family) {
+    // A family without samples is allowed by the format, but parsers disagree about it.
+    if f.is_empty() {
+        return;
+    }
     let kind = match f.kind {
         Kind::Counter => "counter",
         Kind::Gauge => "gauge",

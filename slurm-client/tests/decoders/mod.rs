@@ -4,6 +4,9 @@
 
 #![allow(dead_code)] // each test binary uses a part
 
+pub mod neutral;
+pub mod replay;
+
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
@@ -85,6 +88,8 @@ pub struct Fixture {
     pub name: String,
     pub file: PathBuf,
     pub body: Vec<u8>,
+    /// The request path it answered.
+    pub path: String,
     /// The HTTP status it came with.
     pub status: u16,
     /// Set when slurmrestd sent something that is not JSON (kept as sent).
@@ -97,6 +102,49 @@ impl Fixture {
     }
 }
 
+/// What the recording created in a release's cluster.
+pub struct RecordedJobs {
+    pub running: u32,
+    pub array: u32,
+    pub completed: u32,
+    pub failed: u32,
+    pub held: u32,
+    /// The cluster's name in slurmdbd.
+    pub cluster: String,
+}
+
+pub fn recorded_jobs(release: &str) -> RecordedJobs {
+    let index = recorded(release);
+    let id = |key: &str| index["jobs"][key].as_u64().expect("job id") as u32;
+    let cluster_path = index["fixtures"]
+        .as_object()
+        .and_then(|versions| {
+            versions
+                .values()
+                .find_map(|v| v["slurmdb_cluster"]["path"].as_str())
+        })
+        .expect("a slurmdb_cluster fixture");
+    RecordedJobs {
+        running: id("running"),
+        array: id("array"),
+        completed: id("completed"),
+        failed: id("failed"),
+        held: id("held"),
+        cluster: cluster_path
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
+
+/// `<release>/recorded.json`.
+pub fn recorded(release: &str) -> Value {
+    let file = fixtures_dir().join(release).join("recorded.json");
+    serde_json::from_slice(&std::fs::read(&file).expect("recorded.json"))
+        .expect("recorded.json is JSON")
+}
+
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
@@ -104,9 +152,7 @@ pub fn fixtures_dir() -> PathBuf {
 /// Every fixture of a recorded (release, version), as listed in `<release>/recorded.json`.
 pub fn fixtures(release: &'static str, version: &'static str) -> Vec<Fixture> {
     let dir = fixtures_dir().join(release);
-    let index: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("recorded.json")).expect("recorded.json"))
-            .expect("recorded.json is JSON");
+    let index = recorded(release);
     let entries = index["fixtures"][version]
         .as_object()
         .unwrap_or_else(|| panic!("{release}/recorded.json has no {version}"));
@@ -121,6 +167,7 @@ pub fn fixtures(release: &'static str, version: &'static str) -> Vec<Fixture> {
                 name: name.clone(),
                 file,
                 body,
+                path: entry["path"].as_str().expect("path").to_string(),
                 status: entry["status"].as_u64().expect("status") as u16,
                 invalid_json: entry["invalid_json"].as_str().map(str::to_string),
             }

@@ -1,12 +1,13 @@
 //! Jobs: counts by state, reason, partition, account, user and QoS; their resources; the
 //! largest pending request per partition (the autoscaling signal).
 
-use slurm_client::{Job, JobQuery, JobState};
+use slurm_client::{ErrorKind, Job, JobList, JobQuery, JobState};
 
 use super::labels::{mib_to_bytes, partitions_of, state_label};
 use super::refresh::Refresh;
 use super::{CollectFuture, Collected, Ctx, Source, SourceKind};
 use crate::family::Family;
+use tracing::debug;
 
 /// States reported per partition at 0 when no job is in them (`JobState`'s spellings, lowercased).
 const STATES: [&str; 3] = ["pending", "running", "suspended"];
@@ -31,15 +32,19 @@ impl Source for Jobs {
     fn collect<'a>(&'a mut self, ctx: &'a Ctx) -> CollectFuture<'a> {
         Box::pin(async move {
             let since = self.refresh.update_time();
-            let query = JobQuery {
-                update_time: since,
-                ..JobQuery::default()
+            let (list, full) = match fetch(ctx, since).await {
+                // Slurm 24.11 rejects some "only if changed" listings (HTTP 500, "Unable to
+                // query partitions"): ask for everything instead.
+                Err(e) if since.is_some() && e.kind() == ErrorKind::Rejected => {
+                    debug!(error = %e, "conditional listing rejected; listing everything");
+                    (fetch(ctx, None).await?, true)
+                }
+                other => (other?, since.is_none()),
             };
-            let list = ctx.call(ctx.client.list_jobs(&query)).await?.into_value();
             if list.unchanged {
                 return Ok(Collected::Unchanged);
             }
-            self.refresh.answered(list.last_update, since.is_none());
+            self.refresh.answered(list.last_update, full);
             Ok(Collected::Families(families(&list.jobs)))
         })
     }
@@ -51,6 +56,14 @@ fn is_active(job: &Job) -> bool {
         job.state,
         JobState::Pending | JobState::Running | JobState::Suspended
     )
+}
+
+async fn fetch(ctx: &Ctx, since: Option<i64>) -> Result<JobList, slurm_client::Error> {
+    let query = JobQuery {
+        update_time: since,
+        ..JobQuery::default()
+    };
+    Ok(ctx.call(ctx.client.list_jobs(&query)).await?.into_value())
 }
 
 /// The job families.

@@ -36,6 +36,22 @@ pub fn partitions_of(partition: Option<&str>) -> impl Iterator<Item = &str> {
         .filter(|p| !p.is_empty())
 }
 
+/// A TRES set as `(name, value)` in base units: memory (`mem`, Slurm's MiB) in bytes,
+/// everything else as counted. Entries that are not numbers are skipped.
+pub fn tres_values(tres: &slurm_client::Tres) -> Vec<(&str, f64)> {
+    tres.entries
+        .keys()
+        .filter_map(|name| {
+            let value = if name == "mem" {
+                tres.memory_mb().map(mib_to_bytes)
+            } else {
+                tres.count(name).map(|v| v as f64)
+            };
+            value.map(|v| (name.as_str(), v))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +67,10 @@ mod tests {
             ["debug", "batch"]
         );
         assert_eq!(partitions_of(None).count(), 0);
+        let tres = slurm_client::Tres::parse("cpu=4,mem=2G,gres/gpu=1,bad=x");
+        assert_eq!(
+            tres_values(&tres),
+            [("cpu", 4.0), ("gres/gpu", 1.0), ("mem", 2147483648.0)]
+        );
     }
 }

@@ -13,10 +13,17 @@ use crate::config::Config;
 use crate::family::Family;
 use refresh::Refresh;
 
+pub mod associations;
+pub mod diag;
 pub mod jobs;
 pub mod labels;
+pub mod licenses;
 pub mod nodes;
+pub mod partitions;
+pub mod qos;
 pub mod refresh;
+pub mod reservations;
+pub mod shares;
 
 /// The sources, in the order their families appear in the output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum)]
@@ -140,6 +147,12 @@ pub fn make(kind: SourceKind, config: &Config) -> Box<dyn Source> {
     match kind {
         SourceKind::Nodes => Box::new(nodes::Nodes::new(refresh())),
         SourceKind::Jobs => Box::new(jobs::Jobs::new(refresh())),
-        _ => unimplemented!("sources are wired as slurm-client's domain API lands"),
+        SourceKind::Diag => Box::new(diag::DiagSource),
+        SourceKind::Partitions => Box::new(partitions::Partitions),
+        SourceKind::Reservations => Box::new(reservations::Reservations),
+        SourceKind::Licenses => Box::new(licenses::Licenses),
+        SourceKind::Shares => Box::new(shares::SharesSource),
+        SourceKind::Qos => Box::new(qos::QosSource),
+        SourceKind::Associations => Box::new(associations::Associations),
     }
 }

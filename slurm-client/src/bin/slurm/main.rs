@@ -99,6 +99,20 @@ enum Command {
         #[command(subcommand)]
         command: Option<cmd::nodes::NodesCommand>,
     },
+    /// List (the default) or show partitions.
+    Partitions {
+        #[command(subcommand)]
+        command: Option<cmd::partitions::PartitionsCommand>,
+    },
+    /// List (the default) or show advanced reservations.
+    Reservations {
+        #[command(subcommand)]
+        command: Option<cmd::reservations::ReservationsCommand>,
+    },
+    /// Licenses slurmctld manages (JSON: an array of License).
+    Licenses,
+    /// slurmctld statistics, like sdiag (JSON: a Diag).
+    Diag(cmd::diag::Args),
     /// Accounts in slurmdbd, like `sacctmgr show account` (JSON: Account objects).
     Accounts {
         #[command(subcommand)]
@@ -149,6 +163,10 @@ async fn run(command: Command, ctx: &cmd::Context) -> anyhow::Result<()> {
         Command::Ping(args) => cmd::ping::run(ctx, args).await,
         Command::Jobs { command } => cmd::jobs::run(ctx, command).await,
         Command::Nodes { command } => cmd::nodes::run(ctx, command).await,
+        Command::Partitions { command } => cmd::partitions::run(ctx, command).await,
+        Command::Reservations { command } => cmd::reservations::run(ctx, command).await,
+        Command::Licenses => cmd::licenses::run(ctx).await,
+        Command::Diag(args) => cmd::diag::run(ctx, args).await,
         Command::Accounts { command } => cmd::accounting::accounts(ctx, command).await,
         Command::Users { command } => cmd::accounting::users(ctx, command).await,
         Command::Qos { command } => cmd::accounting::qos(ctx, command).await,

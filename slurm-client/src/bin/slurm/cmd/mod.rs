@@ -1,11 +1,15 @@
 //! One module per top-level command.
 
 pub mod accounting;
+pub mod diag;
 mod directives;
 pub mod get;
 pub mod jobs;
+pub mod licenses;
 pub mod nodes;
+pub mod partitions;
 pub mod ping;
+pub mod reservations;
 pub mod token;
 
 use slurm_client::Client;

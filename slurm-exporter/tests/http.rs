@@ -1,0 +1,121 @@
+//! The HTTP side: TLS, basic auth, probes, readiness only after the first collection, and
+//! a slow slurmrestd (wiremock: a real one cannot be made slow on demand) hitting the
+//! source time limit.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use common::{Exporter, Metrics, clusters};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/tls")
+        .join(name)
+}
+
+fn basic(user: &str, password: &str) -> String {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {b64}")
+}
+
+#[tokio::test]
+async fn tls_and_basic_auth_guard_metrics_but_not_probes() {
+    let c = clusters().remove(0);
+    let dir = tempfile::tempdir().unwrap();
+    let password = dir.path().join("password");
+    std::fs::write(&password, "s3cret pass\n").unwrap();
+    let (cert, key) = (fixture("server.pem"), fixture("server.key"));
+    let exporter = Exporter::start_with(
+        &c.exporter_env(),
+        &[
+            "--sources",
+            "diag",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+            "--basic-auth-user",
+            "prometheus",
+            "--basic-auth-password-file",
+            password.to_str().unwrap(),
+        ],
+        Some(&fixture("ca.pem")),
+    );
+    exporter.wait_ready().await;
+    assert_eq!(exporter.get("/healthz", &[]).await.0, 200);
+    assert_eq!(exporter.get("/readyz", &[]).await.0, 200);
+    let (status, _, _) = exporter.get("/metrics", &[]).await;
+    assert_eq!(status, 401);
+    let wrong = basic("prometheus", "nope");
+    assert_eq!(
+        exporter
+            .get("/metrics", &[("Authorization", &wrong)])
+            .await
+            .0,
+        401
+    );
+    let right = basic("prometheus", "s3cret pass");
+    let (status, ct, body) = exporter.get("/metrics", &[("Authorization", &right)]).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(ct.starts_with("text/plain"), "{ct}");
+    let m = Metrics::parse_prometheus(&body);
+    assert!(m.get("slurm_up", &[]).is_some());
+    assert!(!exporter.logs().join("\n").contains("s3cret"));
+}
+
+#[tokio::test]
+async fn slow_slurmrestd_hits_the_time_limit_and_readiness_waits_for_the_first_round() {
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::any())
+        .respond_with(
+            wiremock::ResponseTemplate::new(200)
+                .set_body_string("{}")
+                .set_delay(Duration::from_secs(30)),
+        )
+        .mount(&server)
+        .await;
+    let env = vec![
+        ("SLURM_REST_URL".to_string(), server.uri()),
+        ("SLURM_JWT".to_string(), "a.b.c".to_string()),
+    ];
+    let started = Instant::now();
+    let exporter = Exporter::start(
+        &env,
+        &[
+            "--sources",
+            "diag,nodes",
+            "--timeout",
+            "2s",
+            "--interval",
+            "1s",
+        ],
+    );
+    let (status, _, _) = exporter.get("/readyz", &[]).await;
+    assert_eq!(status, 503, "ready before the first collection finished");
+    let (status, _, body) = exporter.get("/metrics", &[]).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(exporter.get("/healthz", &[]).await.0, 200);
+    exporter.wait_ready().await;
+    assert!(started.elapsed() >= Duration::from_millis(1900));
+    let m = exporter.scrape().await;
+    assert_eq!(m.get("slurm_up", &[]), Some(0.0));
+    assert_eq!(
+        m.get(
+            "slurm_exporter_collect_errors_total",
+            &[("source", "nodes"), ("kind", "timeout")]
+        ),
+        Some(1.0),
+        "{}",
+        m.text
+    );
+    let took = m
+        .get(
+            "slurm_exporter_collect_duration_seconds",
+            &[("source", "diag")],
+        )
+        .unwrap();
+    assert!((1.9..5.0).contains(&took), "{took}");
+}
