@@ -78,13 +78,19 @@ impl fmt::Display for Endpoint {
 }
 
 /// Joins a base URL and a request path (`/slurm/...`), keeping any prefix of the base.
-pub(crate) fn join(base: &Url, path: &str, query: &[(String, String)]) -> Url {
+pub(crate) fn join(base: &Url, path: &str, query: &[(String, Option<String>)]) -> Url {
     let mut url = base.clone();
     let prefix = base.path().trim_end_matches('/');
     let path = path.trim_start_matches('/');
     url.set_path(&format!("{prefix}/{path}"));
     if !query.is_empty() {
-        url.query_pairs_mut().extend_pairs(query);
+        let mut pairs = url.query_pairs_mut();
+        for (key, value) in query {
+            match value {
+                Some(value) => pairs.append_pair(key, value),
+                None => pairs.append_key_only(key),
+            };
+        }
     }
     url
 }
@@ -124,10 +130,13 @@ mod tests {
     #[test]
     fn join_keeps_prefix_and_adds_query() {
         let base = Url::parse("http://h:1/prefix/").unwrap();
-        let q = vec![("update_time".to_string(), "5".to_string())];
+        let q = vec![
+            ("update_time".to_string(), Some("5".to_string())),
+            ("with_assocs".to_string(), None),
+        ];
         assert_eq!(
             join(&base, "/slurm/v0.0.42/jobs", &q).as_str(),
-            "http://h:1/prefix/slurm/v0.0.42/jobs?update_time=5"
+            "http://h:1/prefix/slurm/v0.0.42/jobs?update_time=5&with_assocs"
         );
         let base = Url::parse("http://h:1").unwrap();
         assert_eq!(

@@ -1,11 +1,16 @@
 //! slurmrestd prints non-finite floats as bare `Infinity`, `-Infinity` and `NaN` (seen in
-//! `/shares` of Slurm 24.11: `"level": Infinity`), which is not JSON. They become `null` here,
-//! before anything parses the body.
+//! `/shares` of Slurm 24.11: `"level": Infinity`), which is not JSON. Before anything parses the
+//! body, `NaN` becomes `null` and `±Infinity` becomes `±f64::MAX`, which the conversions read as
+//! infinite (JSON has no literal for infinity, and `null` would lose it).
 
-const TOKENS: [&[u8]; 3] = [b"-Infinity", b"Infinity", b"NaN"];
+const TOKENS: [(&[u8], &[u8]); 3] = [
+    (b"-Infinity", b"-1.7976931348623157e308"),
+    (b"Infinity", b"1.7976931348623157e308"),
+    (b"NaN", b"null"),
+];
 
-/// Returns the body with non-finite literals outside strings replaced by `null`, or `None`
-/// when it has none (the common case costs one fast substring search).
+/// Returns the body with non-finite literals outside strings replaced, or `None` when it has
+/// none (the common case costs one fast substring search).
 pub(crate) fn sanitize(body: &[u8]) -> Option<Vec<u8>> {
     let infinity = memchr::memmem::find(body, b"Infinity");
     let nan = memchr::memmem::find(body, b"NaN");
@@ -38,9 +43,10 @@ pub(crate) fn sanitize(body: &[u8]) -> Option<Vec<u8>> {
             continue;
         }
         if i + 1 >= first
-            && let Some(token) = TOKENS.iter().find(|t| body[i..].starts_with(t))
+            && let Some((token, replacement)) =
+                TOKENS.iter().find(|(t, _)| body[i..].starts_with(t))
         {
-            out.extend_from_slice(b"null");
+            out.extend_from_slice(replacement);
             i += token.len();
             changed = true;
             continue;
@@ -56,12 +62,14 @@ mod tests {
     use super::sanitize;
 
     #[test]
-    fn bare_non_finite_numbers_become_null() {
+    fn bare_non_finite_numbers_become_max_or_null() {
         let body = br#"{"level": Infinity, "x": -Infinity, "y": NaN, "z": [NaN,1]}"#;
         let fixed = sanitize(body).unwrap();
         let value: serde_json::Value = serde_json::from_slice(&fixed).unwrap();
-        assert_eq!(value["level"], serde_json::Value::Null);
-        assert_eq!(value["x"], serde_json::Value::Null);
+        assert_eq!(value["level"].as_f64(), Some(f64::MAX));
+        assert_eq!(value["x"].as_f64(), Some(-f64::MAX));
+        assert_eq!(value["y"], serde_json::Value::Null);
+        assert!(value["z"][0].is_null());
         assert_eq!(value["z"][1], 1);
     }
 

@@ -20,7 +20,8 @@ use serde::Serialize;
 pub struct Request {
     pub(crate) method: Method,
     pub(crate) path: String,
-    pub(crate) query: Vec<(String, String)>,
+    /// Parameters in order; `None` is a bare flag (`?with_assocs`).
+    pub(crate) query: Vec<(String, Option<String>)>,
     pub(crate) body: Option<Result<Vec<u8>, String>>,
     pub(crate) idempotent: bool,
     pub(crate) timeout: Option<Duration>,
@@ -58,7 +59,14 @@ impl Request {
 
     /// Adds a query parameter.
     pub fn query(mut self, key: impl Into<String>, value: impl ToString) -> Request {
-        self.query.push((key.into(), value.to_string()));
+        self.query.push((key.into(), Some(value.to_string())));
+        self
+    }
+
+    /// Adds a bare flag parameter (`?with_assocs`). slurmrestd wants its boolean query
+    /// parameters this way: it warns about `with_assocs=true` and reads `with_assocs=` as false.
+    pub fn flag(mut self, key: impl Into<String>) -> Request {
+        self.query.push((key.into(), None));
         self
     }
 
@@ -148,6 +156,6 @@ mod tests {
         let r = Request::get("/x")
             .query_opt("a", Some(1))
             .query_opt::<u8>("b", None);
-        assert_eq!(r.query, vec![("a".to_string(), "1".to_string())]);
+        assert_eq!(r.query, vec![("a".to_string(), Some("1".to_string()))]);
     }
 }

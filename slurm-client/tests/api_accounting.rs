@@ -80,7 +80,10 @@ async fn lists_and_lookups() {
             c.get_account("acct_nope_xyz").await,
         );
 
-        let users = c.list_users().await.unwrap().value;
+        let users = c.list_users().await.unwrap();
+        // Boolean query flags go bare (`?with_assocs`); `=true` draws a warning.
+        assert!(users.warnings.is_empty(), "{label}: {:?}", users.warnings);
+        let users = users.value;
         let alice = users
             .iter()
             .find(|u| u.name == "alice")

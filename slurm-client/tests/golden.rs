@@ -194,6 +194,19 @@ fn what_is_wrong(name: &str, value: &Value) -> Option<String> {
         "slurm_licenses" => {
             (count(value) != 2).then(|| format!("{} licenses, expected 2", count(value)))
         }
+        "slurm_ping" => {
+            let mode = &value["controllers"][0]["mode"];
+            (mode != "primary").then(|| format!("controller mode {mode}"))
+        }
+        // alice has no usage: her level is infinite in every spelling Slurm uses for it.
+        "slurm_shares" => {
+            let alice = value["shares"]
+                .as_array()?
+                .iter()
+                .find(|s| s["name"] == "alice")?;
+            (alice["fairshare_level"] != "infinite")
+                .then(|| format!("alice's fair-share level {}", alice["fairshare_level"]))
+        }
         "slurmdb_jobs" => {
             (count(value) != 6).then(|| format!("{} job records, expected 6", count(value)))
         }

@@ -8,6 +8,11 @@ use anyhow::{Context, Result, bail};
 
 use crate::slurm::{self, Release, UpArgs};
 
+/// The slurm-client features that each pull in one REST version.
+const VERSION_FEATURES: [&str; 6] = [
+    "v0_0_40", "v0_0_41", "v0_0_42", "v0_0_43", "v0_0_44", "v0_0_45",
+];
+
 /// Phases and how long each took, printed at the end whatever happened.
 struct Timings(Vec<(String, f64, bool)>);
 
@@ -73,6 +78,20 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
             "warnings",
         ]))
     })?;
+    t.phase("each REST version compiles alone", || {
+        for feature in VERSION_FEATURES {
+            status(cargo(&[
+                "check",
+                "--package",
+                "slurm-client",
+                "--lib",
+                "--no-default-features",
+                "--features",
+                feature,
+            ]))?;
+        }
+        Ok(())
+    })?;
     t.phase("build Slurm root filesystems", || {
         for release in Release::ALL {
             slurm::rootfs::ensure(release)?;
@@ -111,6 +130,32 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
         ]);
         cmd.args(cargo_args)
             .env("SLURM_TEST_ENV_FILES", env_files.join(":"));
+        status(cmd)
+    })?;
+    // Many sites run slurmrestd without slurmdbd: the same tests against a 24.11 cluster
+    // without accounting check that nothing depends on it by accident.
+    t.phase("restart Slurm 24.11 without accounting", || {
+        slurm::down(Release::R24_11)?;
+        slurm::up(&UpArgs {
+            release: Release::R24_11,
+            nodes: 4,
+            accounting: false,
+            port: None,
+        })
+    })?;
+    t.phase("client and exporter tests without slurmdbd", || {
+        let mut cmd = cargo(&[
+            "test",
+            "--package",
+            "slurm-client",
+            "--package",
+            "slurm-exporter",
+            "--all-features",
+        ]);
+        cmd.args(cargo_args).env(
+            "SLURM_TEST_ENV_FILES",
+            slurm::state::env_file(Release::R24_11),
+        );
         status(cmd)
     })
 }

@@ -29,6 +29,6 @@ pub struct ControllerPing {
     pub primary: Option<bool>,
     /// Round-trip time in microseconds.
     pub latency_us: Option<u64>,
-    /// Its mode as Slurm words it, e.g. `"primary"` or `"UP"`.
+    /// Its role as Slurm words it, e.g. `"primary"` or `"backup"`.
     pub mode: Option<String>,
 }

@@ -180,20 +180,23 @@ pub(crate) struct WirePing {
     primary: Option<bool>,
     latency: Flex,
     mode: Option<String>,
-    status: Option<String>,
 }
 
 impl From<WirePing> for ControllerPing {
     fn from(p: WirePing) -> ControllerPing {
-        let responding = p.responding.unwrap_or_else(|| {
-            p.pinged.as_deref() == Some("UP") || p.status.as_deref() == Some("UP")
-        });
+        let responding = p
+            .responding
+            .unwrap_or_else(|| p.pinged.as_deref() == Some("UP"));
         ControllerPing {
             hostname: p.hostname,
             responding,
             primary: p.primary,
             latency_us: p.latency.0.value().map(|l| l.max(0.0) as u64),
-            mode: p.mode.or(p.status),
+            // v0.0.45's `status` is an error text ("No error"), not a mode.
+            mode: p.mode.or_else(|| {
+                p.primary
+                    .map(|primary| if primary { "primary" } else { "backup" }.to_owned())
+            }),
         }
     }
 }

@@ -8,17 +8,28 @@ impl Client {
     ///
     /// With [`NodeQuery::update_time`] set, slurmctld answers with every node if anything
     /// changed since then, and with none ([`NodeList::unchanged`], HTTP 304) otherwise.
+    /// Slurm 24.11 cannot answer that question while its partitions are unchanged (HTTP 500
+    /// "Unable to query partitions"); the listing then falls back to every node.
     pub async fn list_nodes(&self, query: &NodeQuery) -> Result<Response<NodeList>, Error> {
         let version = self.version().await?;
-        let mut request = Request::get(format!("/slurm/{version}/nodes/"));
-        if let Some(time) = query.update_time {
-            let value = super::jobs::update_time_param(version, time);
-            request = request.query("update_time", value);
+        let base = Request::get(format!("/slurm/{version}/nodes/"));
+        let base = if query.all {
+            base.query("flags", "ALL")
+        } else {
+            base
+        };
+        let Some(time) = query.update_time else {
+            return dispatch!(self, "node listing", list(self, base));
+        };
+        let since = base
+            .clone()
+            .query("update_time", super::jobs::update_time_param(version, time));
+        match not_modified(dispatch!(self, "node listing", list(self, since))) {
+            Err(e) if partitions_unchanged(&e) => {
+                dispatch!(self, "node listing", list(self, base))
+            }
+            other => other,
         }
-        if query.all {
-            request = request.query("flags", "ALL");
-        }
-        not_modified(dispatch!(self, "node listing", list(self, request)))
     }
 
     /// One node (`GET /slurm/vX/node/{name}`); [`Error::NotFound`] if there is no such node.
@@ -104,6 +115,16 @@ async fn node_path(client: &Client, name: &str) -> Result<String, Error> {
 }
 
 /// slurmrestd answers `update_time` polls of an unchanged cluster with HTTP 304 and no body.
+/// Slurm 24.11 answers a node listing with `update_time` by HTTP 500 "Unable to query
+/// partitions" whenever the partitions did not change since then, even if nodes did: its
+/// slurmrestd treats the partitions' "no change" as a failure. The full listing works.
+fn partitions_unchanged(e: &Error) -> bool {
+    matches!(e, Error::Rejected { errors, .. } if errors.iter().any(|e| {
+        e.source.as_deref() == Some("_dump_nodes")
+            && e.description.as_deref() == Some("Unable to query partitions")
+    }))
+}
+
 fn not_modified(result: Result<Response<NodeList>, Error>) -> Result<Response<NodeList>, Error> {
     match result {
         Err(Error::Status { status: 304, .. }) => Ok(Response {

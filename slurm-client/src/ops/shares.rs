@@ -1,6 +1,6 @@
 //! Fair-share information (`sshare`).
 
-use crate::model::{Shares, SharesQuery};
+use crate::model::{Limit, Shares, SharesQuery};
 use crate::{Client, Error, Request, Response};
 
 impl Client {
@@ -16,6 +16,19 @@ impl Client {
             request = request.query("users", query.users.join(","));
         }
         dispatch!(self, "fair-share query", shares(self, request))
+    }
+}
+
+/// Slurm marks an association without usage by a level of `NO_VAL64` (26.05), bare `Infinity`
+/// (24.11, v0.0.40/41) or `infinite: true` (24.11, v0.0.42); all three mean infinite. The root's
+/// level is `NO_VAL` in v0.0.40/41 and unset later: not set.
+pub(crate) fn level(raw: Limit<f64>) -> Limit<f64> {
+    const NO_VAL: f64 = 4_294_967_294.0;
+    const NO_VAL64: f64 = 18_446_744_073_709_551_614.0;
+    match raw {
+        Limit::Value(n) if n >= NO_VAL64 => Limit::Infinite,
+        Limit::Value(n) if n == NO_VAL => Limit::Unset,
+        other => other,
     }
 }
 
@@ -63,7 +76,9 @@ macro_rules! shares_version {
                                 usage_normalized: noval!(s.usage_normalized),
                                 effective_usage: reshape::<_, Flex>(&s.effective_usage).0,
                                 fairshare_factor: reshape::<_, Flex>(&fairshare.factor).0,
-                                fairshare_level: reshape::<_, Flex>(&fairshare.level).0,
+                                fairshare_level: crate::ops::shares::level(
+                                    reshape::<_, Flex>(&fairshare.level).0,
+                                ),
                             }
                         })
                         .collect(),
@@ -119,4 +134,19 @@ mod v0_0_45 {
     type SharesResp = t::V0045OpenapiSharesResp;
     type ShareItem = t::V0045AssocSharesObjWrap;
     shares_version!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::level;
+    use crate::model::Limit;
+
+    #[test]
+    fn level_sentinels_mean_infinite_or_unset() {
+        assert_eq!(level(Limit::Value(1.8446744073709552e19)), Limit::Infinite);
+        assert_eq!(level(Limit::Value(f64::MAX)), Limit::Infinite);
+        assert_eq!(level(Limit::Value(4294967294.0)), Limit::Unset);
+        assert_eq!(level(Limit::Value(0.5)), Limit::Value(0.5));
+        assert_eq!(level(Limit::Infinite), Limit::Infinite);
+    }
 }

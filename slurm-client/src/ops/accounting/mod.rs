@@ -70,17 +70,15 @@ impl Client {
     /// (`GET /slurmdb/vX/users/?with_assocs&with_coords`).
     pub async fn list_users(&self) -> Result<Response<Vec<User>>, Error> {
         let request = Request::get(db_path(self, "users/").await?)
-            .query("with_assocs", "true")
-            .query("with_coords", "true");
+            .flag("with_assocs")
+            .flag("with_coords");
         dispatch!(self, "user listing", users(self, request))
     }
 
     /// One user (`GET /slurmdb/vX/user/{name}`); [`Error::NotFound`] if there is none.
     pub async fn get_user(&self, name: &str) -> Result<Response<User>, Error> {
         let path = named_path(self, "user", name).await?;
-        let request = Request::get(&path)
-            .query("with_assocs", "true")
-            .query("with_coords", "true");
+        let request = Request::get(&path).flag("with_assocs").flag("with_coords");
         let response = dispatch!(self, "user query", users(self, request))?;
         single(response, path, |u: &User| u.name == name)
     }
