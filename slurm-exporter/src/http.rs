@@ -92,13 +92,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         .unwrap_or("");
     let openmetrics = wants_openmetrics(accept);
 
-    let mut age = Family::gauge(
-        "slurm_exporter_snapshot_age_seconds",
-        "Time since the snapshot being served was assembled.",
-        &[],
-    );
-    age.set::<&str>(&[], snapshot.built.elapsed().as_secs_f64());
-    let tail = render::render(&[age]);
+    let tail = render::render(&[snapshot_age(snapshot.built.elapsed().as_secs_f64())]);
     let (content_type, chunks) = if openmetrics {
         (
             OPENMETRICS_TEXT,
@@ -117,6 +111,17 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         chunks.into_iter().map(Ok::<Bytes, Infallible>),
     ));
     ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// `slurm_exporter_snapshot_age_seconds`, the one family computed per scrape.
+pub fn snapshot_age(seconds: f64) -> Family {
+    let mut age = Family::gauge(
+        "slurm_exporter_snapshot_age_seconds",
+        "Time since the snapshot being served was assembled.",
+        &[],
+    );
+    age.set::<&str>(&[], seconds);
+    age
 }
 
 /// Whether an `Accept` header prefers OpenMetrics text over the Prometheus text format

@@ -5,6 +5,7 @@
 //! text format and in OpenMetrics ([`render`]).
 
 pub mod auth;
+pub mod catalogue;
 pub mod collector;
 pub mod config;
 pub mod family;

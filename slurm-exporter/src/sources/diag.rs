@@ -21,20 +21,25 @@ impl Source for DiagSource {
             let negotiated = ctx.client.negotiate().await?;
             let mut families = families(&diag.into_value());
             families.extend(ping_families(&ping.into_value()));
-            let mut info = Family::info(
-                "slurm_controller",
-                "The Slurm release and cluster behind slurmrestd, and the REST version in use.",
-                &["release", "cluster", "rest_version"],
-            );
-            info.info_series(&[
+            families.push(controller_info(
                 negotiated.release.as_deref().unwrap_or(""),
                 negotiated.cluster.as_deref().unwrap_or(""),
                 &negotiated.version.to_string(),
-            ]);
-            families.push(info);
+            ));
             Ok(Collected::Families(families))
         })
     }
+}
+
+/// `slurm_controller_info`: the release and cluster behind slurmrestd, and the REST version.
+pub fn controller_info(release: &str, cluster: &str, rest_version: &str) -> Family {
+    let mut info = Family::info(
+        "slurm_controller",
+        "The Slurm release and cluster behind slurmrestd, and the REST version in use.",
+        &["release", "cluster", "rest_version"],
+    );
+    info.info_series(&[release, cluster, rest_version]);
+    info
 }
 
 fn gauge(name: &'static str, help: &'static str, value: f64) -> Family {
