@@ -11,9 +11,13 @@ use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 
+use clap::ValueEnum;
 use common::{Cluster, Exporter, Metrics, clusters, now, parse_openmetrics};
 use serde_json::Value;
 use slurm_client::{Client, JobState, JobSubmission, ReservationSpec};
+use slurm_exporter::catalogue;
+use slurm_exporter::family::Kind;
+use slurm_exporter::sources::SourceKind;
 
 fn sources(c: &Cluster) -> &'static str {
     if c.has_accounting() {
@@ -128,6 +132,8 @@ async fn scrape_is_valid_and_matches_slurmrestd() {
             })
             .await;
 
+        same_families_as_the_catalogue(&c, &m);
+
         // The same families in OpenMetrics, checked by the OpenMetrics parser.
         let (status, ct, om) = exporter
             .get(
@@ -227,6 +233,41 @@ async fn scrape_is_valid_and_matches_slurmrestd() {
                 !m.find("slurm_share_fairshare_factor", &[]).is_empty(),
                 "{r}"
             );
+        }
+    }
+}
+
+/// The scrape has exactly the families the catalogue lists for the enabled sources (the
+/// dashboard test relies on the catalogue), with the same types and labels.
+fn same_families_as_the_catalogue(c: &Cluster, m: &Metrics) {
+    let r = c.release();
+    let kinds: Vec<SourceKind> = sources(c)
+        .split(',')
+        .map(|s| SourceKind::from_str(s, true).unwrap())
+        .collect();
+    let catalogue = catalogue::catalogue(&kinds);
+    for e in &catalogue {
+        assert!(
+            !e.always || m.types.contains_key(&e.name),
+            "{r}: catalogued family {} is not in the scrape",
+            e.name
+        );
+    }
+    for (name, kind) in &m.types {
+        let e = catalogue
+            .iter()
+            .find(|e| &e.name == name)
+            .unwrap_or_else(|| panic!("{r}: {name} is in the scrape but not in the catalogue"));
+        let expected = match e.kind {
+            Kind::Counter => "counter",
+            Kind::Gauge | Kind::Info => "gauge",
+        };
+        assert_eq!(kind, expected, "{r}: type of {name}");
+        for s in m.find(name, &[]) {
+            let labels: Vec<&str> = s.labels.keys().map(String::as_str).collect();
+            let mut want = e.labels.to_vec();
+            want.sort_unstable();
+            assert_eq!(labels, want, "{r}: labels of {name}");
         }
     }
 }
