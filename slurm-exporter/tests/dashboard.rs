@@ -64,17 +64,31 @@ fn title(p: &Value) -> &str {
     p["title"].as_str().unwrap_or("(untitled)")
 }
 
-/// Every query: (where, PromQL). Variable queries are given as their `label_values`
-/// argument and label separately.
-fn queries(d: &Value) -> Vec<(String, String)> {
+/// Every panel query: (where, PromQL, legend format).
+fn queries(d: &Value) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     for p in panels(d) {
         for t in p["targets"].as_array().into_iter().flatten() {
             let expr = t["expr"].as_str().unwrap_or("");
-            out.push((format!("panel {:?}", title(p)), expr.to_string()));
+            let legend = t["legendFormat"].as_str().unwrap_or("");
+            out.push((
+                format!("panel {:?}", title(p)),
+                expr.to_string(),
+                legend.to_string(),
+            ));
         }
     }
     out
+}
+
+/// The labels a legend format refers to (`{{label}}`).
+fn legend_labels(legend: &str) -> Vec<&str> {
+    legend
+        .split("{{")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("}}"))
+        .map(|(label, _)| label.trim())
+        .collect()
 }
 
 /// The query of a `query` variable.
@@ -184,16 +198,29 @@ fn every_query_names_metrics_the_exporter_emits() {
     let d = dashboard();
     let cat = catalogue();
     let mut problems = Vec::new();
-    for (place, expr) in queries(&d) {
+    for (place, expr, legend) in queries(&d) {
         match analyse(&expr) {
             Ok(a) if a.metrics.is_empty() => {
                 problems.push(format!("{place}: {expr:?} names no metric"))
             }
-            Ok(a) => problems.extend(
-                check(&a, &cat)
-                    .into_iter()
-                    .map(|p| format!("{place}: {p} in {expr:?}")),
-            ),
+            Ok(a) => {
+                problems.extend(
+                    check(&a, &cat)
+                        .into_iter()
+                        .map(|p| format!("{place}: {p} in {expr:?}")),
+                );
+                for label in legend_labels(&legend) {
+                    let known = TARGET_LABELS.contains(&label)
+                        || a.metrics
+                            .iter()
+                            .any(|m| cat.get(&m.name).is_some_and(|e| e.labels.contains(&label)));
+                    if !known {
+                        problems.push(format!(
+                            "{place}: legend {legend:?} names label {label:?}, which no metric of {expr:?} has"
+                        ));
+                    }
+                }
+            }
             Err(e) => problems.push(format!("{place}: {e} in {expr:?}")),
         }
     }
@@ -271,7 +298,7 @@ fn every_source_is_on_the_dashboard() {
     let d = dashboard();
     let cat = catalogue();
     let mut used = BTreeSet::new();
-    for (_, expr) in queries(&d) {
+    for (_, expr, _) in queries(&d) {
         if let Ok(a) = analyse(&expr) {
             used.extend(a.metrics.into_iter().map(|m| m.name));
         }
@@ -339,6 +366,10 @@ fn the_analyser_finds_names_labels_and_functions() {
     assert_eq!(
         label_values(r#"label_values(slurm_x{a="b, c"}, part)"#),
         Some((r#"slurm_x{a="b, c"}"#, "part"))
+    );
+    assert_eq!(
+        legend_labels("{{account}}/{{ user }} x"),
+        ["account", "user"]
     );
     assert_eq!(
         variables_in("${DS_PROMETHEUS} $instance [[old]] ${x:regex} $__rate_interval 5$"),
