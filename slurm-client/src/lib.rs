@@ -82,6 +82,7 @@ mod builder;
 mod classify;
 mod client;
 mod decode;
+mod duration;
 mod endpoint;
 mod env;
 mod envelope;
@@ -104,6 +105,7 @@ pub use auth::{
 };
 pub use builder::ClientBuilder;
 pub use client::Client;
+pub use duration::{InvalidDuration, parse_duration};
 pub use envelope::{Meta, SlurmError, SlurmWarning};
 pub use error::{Error, ErrorKind};
 pub use model::{

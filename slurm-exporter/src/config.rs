@@ -160,32 +160,7 @@ impl Config {
     }
 }
 
-/// Parses `30s`, `500ms`, `2m`, `1h` or a plain number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration such as 30s, 500ms, 2m or 1h"))?;
-    let secs = match unit.trim() {
-        "" | "s" => n,
-        "ms" => n / 1000.0,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        other => {
-            return Err(format!(
-                "{text:?}: unknown unit {other:?} (use ms, s, m or h)"
-            ));
-        }
-    };
-    if !(secs > 0.0 && secs.is_finite()) {
-        return Err(format!("{text:?} must be a positive duration"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
+pub use slurm_client::parse_duration;
 
 fn parse_source_timeouts(text: &str) -> Result<SourceTimeouts, String> {
     let mut map = BTreeMap::new();
@@ -195,7 +170,7 @@ fn parse_source_timeouts(text: &str) -> Result<SourceTimeouts, String> {
             .ok_or_else(|| format!("{part:?} is not SOURCE=DURATION (e.g. jobs=45s)"))?;
         let source = SourceKind::from_str(name.trim(), true)
             .map_err(|_| format!("{part:?}: unknown source {:?}", name.trim()))?;
-        map.insert(source, parse_duration(value)?);
+        map.insert(source, parse_duration(value).map_err(|e| e.to_string())?);
     }
     Ok(SourceTimeouts(map))
 }
@@ -208,17 +183,6 @@ mod tests {
         let mut all = vec!["slurm-exporter", "--slurm-url", "http://127.0.0.1:1"];
         all.extend_from_slice(args);
         Config::try_parse_from(all)
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert!(parse_duration("0s").unwrap_err().contains("positive"));
-        assert!(parse_duration("5 days").unwrap_err().contains("\"days\""));
-        assert!(parse_duration("soon").unwrap_err().contains("\"soon\""));
     }
 
     #[test]

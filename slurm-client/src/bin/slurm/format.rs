@@ -1,40 +1,14 @@
 //! Turning model values into table cells, and parsing durations from flags.
 
 use std::fmt::Display;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use slurm_client::Limit;
 
 /// What an empty cell shows.
 pub const NONE: &str = "-";
 
-/// Parses `90`, `90s`, `500ms`, `15m`, `2h`, `1d` (a plain number is seconds).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration such as 90s, 15m, 2h or 1d"))?;
-    let secs = match unit.trim() {
-        "" | "s" => n,
-        "ms" => n / 1000.0,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        "d" => n * 86400.0,
-        other => {
-            return Err(format!(
-                "{text:?}: unknown unit {other:?} (use ms, s, m, h or d)"
-            ));
-        }
-    };
-    if !(secs > 0.0 && secs.is_finite()) {
-        return Err(format!("{text:?} must be a positive duration"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
+pub use slurm_client::parse_duration;
 
 /// Parses a time limit as Slurm's `--time` does: `MM`, `MM:SS`, `HH:MM:SS`, `D-HH`,
 /// `D-HH:MM`, `D-HH:MM:SS`, or a duration with a unit (`2h`); gives whole minutes
@@ -47,7 +21,7 @@ pub fn parse_time_limit(text: &str) -> Result<Limit<u32>, String> {
     let bad =
         || format!("{text:?} is not a time limit such as 30 (minutes), 1:30:00, 2-00:00:00 or 2h");
     let seconds: u64 = if t.ends_with(|c: char| c.is_ascii_alphabetic()) {
-        parse_duration(t)?.as_secs()
+        parse_duration(t).map_err(|e| e.to_string())?.as_secs()
     } else {
         let (days, rest) = match t.split_once('-') {
             Some((d, rest)) => (d.parse::<u64>().map_err(|_| bad())?, rest),
@@ -249,17 +223,6 @@ pub fn list<T: Display>(items: &[T]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        assert_eq!(parse_duration("1d").unwrap(), Duration::from_secs(86400));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert!(parse_duration("1y").unwrap_err().contains("unknown unit"));
-        assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("soon").is_err());
-    }
 
     #[test]
     fn time_limits_like_sbatch() {
