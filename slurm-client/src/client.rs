@@ -8,7 +8,6 @@ use url::Url;
 
 use crate::auth::TokenProvider;
 use crate::builder::ClientBuilder;
-use crate::decode::decode;
 use crate::endpoint::Endpoint;
 use crate::error::Error;
 use crate::negotiate::{self, Negotiated};
@@ -110,14 +109,7 @@ impl Client {
         &self,
         request: Request,
     ) -> Result<Response<T>, Error> {
-        let reply = transport::execute(&self.inner, &request).await?;
-        let value = decode(&request.method, &request.path, &reply.body)?;
-        Ok(Response {
-            value,
-            warnings: reply.envelope.warnings,
-            meta: reply.envelope.meta,
-            status: reply.status,
-        })
+        Ok(transport::execute::<T>(&self.inner, &request).await?.into())
     }
 
     /// `GET`s `path` (which may include a `?query`) and returns the body as JSON — the raw

@@ -3,23 +3,46 @@
 use reqwest::Method;
 use serde::de::DeserializeOwned;
 
+use crate::envelope::{Envelope, RawEnvelope, capture};
 use crate::error::Error;
 
 /// How many bytes of body are shown on either side of a decoding problem.
 const EXCERPT_RADIUS: usize = 60;
 
-/// Decodes `body` as `T`. An empty body decodes as JSON `null` (so `()` and `Option`
-/// accept it).
+/// Decodes `body` as `T`, reading the envelope (`errors[]`, `warnings[]`, `meta`) in the
+/// same pass. An empty body decodes as JSON `null` (so `()` and `Option` accept it).
 pub(crate) fn decode<T: DeserializeOwned>(
     method: &Method,
     path: &str,
     body: &[u8],
-) -> Result<T, Error> {
+) -> Result<(T, Envelope), Error> {
     let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
         b"null"
     } else {
         body
     };
+    // Checking UTF-8 once for the whole body is much cheaper than string by string; a body
+    // that is not UTF-8 takes the slow path, which says where.
+    let Ok(text) = std::str::from_utf8(body) else {
+        return Err(explain::<T>(method, path, body));
+    };
+    // The common case runs without tracking the JSON path (which costs a good part of the
+    // decoding time); a body that fails is decoded again with it, to say where it failed.
+    let mut raw = RawEnvelope::default();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let fast = T::deserialize(capture(&mut de, &mut raw)).and_then(|value| {
+        de.end()?;
+        Ok(value)
+    });
+    match fast {
+        Ok(value) => Ok((value, Envelope::from_raw(raw))),
+        Err(_) => Err(explain::<T>(method, path, body)),
+    }
+}
+
+/// The decoding error for a body that failed, naming the JSON path of the failure.
+#[cold]
+fn explain<T: DeserializeOwned>(method: &Method, path: &str, body: &[u8]) -> Error {
     let fail = |json_path: String, inner: serde_json::Error| Error::Decode {
         method: method.clone(),
         path: path.to_string(),
@@ -27,13 +50,25 @@ pub(crate) fn decode<T: DeserializeOwned>(
         excerpt: excerpt(body, inner.line(), inner.column()),
         message: inner.to_string(),
     };
+    let mut raw = RawEnvelope::default();
     let mut de = serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let json_path = e.path().to_string();
-        fail(json_path, e.into_inner())
-    })?;
-    de.end().map_err(|e| fail("(after the end)".into(), e))?;
-    Ok(value)
+    match serde_path_to_error::deserialize::<_, T>(capture(&mut de, &mut raw)) {
+        Err(e) => {
+            let json_path = e.path().to_string();
+            fail(json_path, e.into_inner())
+        }
+        Ok(_) => match de.end() {
+            Err(e) => fail("(after the end)".into(), e),
+            // Cannot happen: the same bytes failed a moment ago.
+            Ok(()) => Error::Decode {
+                method: method.clone(),
+                path: path.to_string(),
+                json_path: ".".into(),
+                message: "the body failed to decode once but not the second time".into(),
+                excerpt: head(body),
+            },
+        },
+    }
 }
 
 /// A short, single-line piece of `body` around `line`:`column` (1-based, as serde_json counts).

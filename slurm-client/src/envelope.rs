@@ -1,5 +1,13 @@
 //! The parts every slurmrestd answer shares — `errors[]`, `warnings[]` and `meta` —
 //! read generically, without the generated per-version types.
+//!
+//! A successful answer is parsed once: [`capture`] wraps the deserializer the body's type
+//! reads from and copies the three top-level keys aside as they go by, so a 100 MB job
+//! listing is not parsed a second time just to find its `warnings[]`.
+
+mod capture;
+
+pub(crate) use capture::capture;
 
 use serde::{Deserialize, Serialize};
 
@@ -53,9 +61,10 @@ pub(crate) struct Envelope {
     pub meta: Meta,
 }
 
+/// The envelope keys as found, before they are read leniently into an [`Envelope`].
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct RawEnvelope {
+pub(crate) struct RawEnvelope {
     errors: serde_json::Value,
     warnings: serde_json::Value,
     meta: serde_json::Value,
@@ -83,10 +92,17 @@ struct RawPlugin {
 
 impl Envelope {
     /// Reads the shared parts of a body; a body that is not a JSON object gives an empty envelope.
+    ///
+    /// A successful answer's envelope is read while its body decodes (see [`capture`]); this
+    /// separate pass is for error answers and bodies that do not decode.
     pub fn parse(body: &[u8]) -> Envelope {
-        let Ok(raw) = serde_json::from_slice::<RawEnvelope>(body) else {
-            return Envelope::default();
-        };
+        serde_json::from_slice::<RawEnvelope>(body)
+            .map(Envelope::from_raw)
+            .unwrap_or_default()
+    }
+
+    /// Reads the envelope keys leniently.
+    pub fn from_raw(raw: RawEnvelope) -> Envelope {
         let meta: RawMeta = serde_json::from_value(raw.meta).unwrap_or_default();
         let slurm = meta.slurm.unwrap_or_default();
         Envelope {

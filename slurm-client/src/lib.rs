@@ -77,6 +77,9 @@
 //! Tokens and keys are held in [`secrecy`] types: no `Debug` output, log line or error
 //! of this crate contains them.
 
+#[doc(hidden)]
+#[path = "bench.rs"]
+pub mod __bench;
 mod auth;
 mod builder;
 mod classify;

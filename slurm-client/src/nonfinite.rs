@@ -1,7 +1,9 @@
 //! slurmrestd prints non-finite floats as bare `Infinity`, `-Infinity` and `NaN` (seen in
-//! `/shares` of Slurm 24.11: `"level": Infinity`), which is not JSON. Before anything parses the
-//! body, `NaN` becomes `null` and `±Infinity` becomes `±f64::MAX`, which the conversions read as
-//! infinite (JSON has no literal for infinity, and `null` would lose it).
+//! `/shares` of Slurm 24.11: `"level": Infinity`), which is not JSON. In such a body,
+//! `NaN` becomes `null` and `±Infinity` becomes `±f64::MAX`, which the conversions read as
+//! infinite (JSON has no literal for infinity, and `null` would lose it). This is only done
+//! for a body that failed to parse (see `transport::read_answer`), so valid bodies — the
+//! common case, and the large ones — are never searched for these literals.
 
 const TOKENS: [(&[u8], &[u8]); 3] = [
     (b"-Infinity", b"-1.7976931348623157e308"),
@@ -10,7 +12,7 @@ const TOKENS: [(&[u8], &[u8]); 3] = [
 ];
 
 /// Returns the body with non-finite literals outside strings replaced, or `None` when it has
-/// none (the common case costs one fast substring search).
+/// none.
 pub(crate) fn sanitize(body: &[u8]) -> Option<Vec<u8>> {
     let infinity = memchr::memmem::find(body, b"Infinity");
     let nan = memchr::memmem::find(body, b"NaN");

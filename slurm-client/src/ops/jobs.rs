@@ -18,12 +18,8 @@ impl Client {
         if query.all {
             request = request.query("flags", "ALL");
         }
-        let mut response = dispatch!(self, "job listing", list(self, request))?;
-        let list = &mut response.value;
-        list.unchanged =
-            query.update_time.is_some() && list.jobs.is_empty() && list.last_update.is_none();
-        list.jobs.retain(|job| query.matches(job));
-        Ok(response)
+        let response = dispatch!(self, "job listing", list(self, request))?;
+        Ok(finish_listing(query, response))
     }
 
     /// One job (`GET /slurm/vX/job/{id}`); [`Error::NotFound`] if slurmctld does not know it
@@ -102,6 +98,42 @@ impl Client {
     }
 }
 
+/// The part of [`Client::list_jobs`] after the version's conversion.
+fn finish_listing(query: &JobQuery, mut response: Response<JobList>) -> Response<JobList> {
+    let list = &mut response.value;
+    list.unchanged =
+        query.update_time.is_some() && list.jobs.is_empty() && list.last_update.is_none();
+    list.jobs.retain(|job| query.matches(job));
+    response
+}
+
+/// What [`Client::list_jobs`] does with a 2xx answer of `version`, without the HTTP
+/// request: the same decoding and conversion (for `benches/decode.rs`).
+pub(crate) fn listing_from_body(
+    version: ApiVersion,
+    query: &JobQuery,
+    body: Vec<u8>,
+) -> Result<Response<JobList>, Error> {
+    let path = format!("/slurm/{version}/jobs/");
+    #[allow(unreachable_patterns)]
+    let response = match version {
+        #[cfg(feature = "v0_0_40")]
+        ApiVersion::V0_0_40 => v0_0_40::list_from_body(&path, body),
+        #[cfg(feature = "v0_0_41")]
+        ApiVersion::V0_0_41 => v0_0_41::list_from_body(&path, body),
+        #[cfg(feature = "v0_0_42")]
+        ApiVersion::V0_0_42 => v0_0_42::list_from_body(&path, body),
+        #[cfg(feature = "v0_0_43")]
+        ApiVersion::V0_0_43 => v0_0_43::list_from_body(&path, body),
+        #[cfg(feature = "v0_0_44")]
+        ApiVersion::V0_0_44 => v0_0_44::list_from_body(&path, body),
+        #[cfg(feature = "v0_0_45")]
+        ApiVersion::V0_0_45 => v0_0_45::list_from_body(&path, body),
+        other => Err(Error::unsupported("job listing", other, None)),
+    }?;
+    Ok(finish_listing(query, response))
+}
+
 async fn job_path(client: &Client, id: u32) -> Result<String, Error> {
     let version = client.version().await?;
     Ok(format!(
@@ -163,8 +195,20 @@ macro_rules! jobs_version {
             client: &Client,
             request: Request,
         ) -> Result<Response<JobList>, Error> {
-            let response = client.request::<JobsResp>(request).await?;
-            Ok(response.map(|r| JobList {
+            Ok(client.request::<JobsResp>(request).await?.map(job_list))
+        }
+
+        pub(super) fn list_from_body(
+            path: &str,
+            body: Vec<u8>,
+        ) -> Result<Response<JobList>, Error> {
+            let reply =
+                crate::transport::read_answer::<JobsResp>(&crate::Method::GET, path, 200, body)?;
+            Ok(Response::from(reply).map(job_list))
+        }
+
+        fn job_list(r: JobsResp) -> JobList {
+            JobList {
                 jobs: r
                     .jobs
                     .map(Vec::<JobItem>::from)
@@ -175,7 +219,7 @@ macro_rules! jobs_version {
                 last_update: epoch(noval!(r.last_update).value()),
                 last_backfill: epoch(noval!(r.last_backfill).value()),
                 unchanged: false,
-            }))
+            }
         }
 
         fn job(j: JobItem) -> Job {

@@ -107,6 +107,8 @@ mod partitions;
 mod reservations;
 mod shares;
 
+pub(crate) use jobs::listing_from_body;
+
 /// A generated field that may or may not be an `Option` (v0.0.40 has some plain ones).
 pub(crate) trait Field<T> {
     fn get(self) -> Option<T>;

@@ -1,0 +1,48 @@
+//! Entry points for `benches/`: the client's own decoding code, without HTTP. Not part of
+//! the API (hidden from the docs, may change at any time).
+
+use std::any::Any;
+
+use crate::model::{JobList, JobQuery};
+use crate::{ApiVersion, Error, Response};
+
+/// What [`Client::list_jobs`](crate::Client::list_jobs) does with a 2xx `GET /slurm/vX/jobs/`
+/// answer once it has arrived: one decode of the body into the version's generated type
+/// together with `errors[]`/`warnings[]`/`meta`, classification, and the conversion into the
+/// version-neutral [`JobList`] (filtered by the default query).
+pub fn decode_jobs(version: ApiVersion, body: Vec<u8>) -> Result<Response<JobList>, Error> {
+    crate::ops::listing_from_body(version, &JobQuery::new(), body)
+}
+
+/// Just the decoding step of [`decode_jobs`], stopping at the version's generated
+/// `V004xOpenapiJobInfoResp` (boxed, so that this function is the same for every version).
+pub fn decode_jobs_generated(
+    version: ApiVersion,
+    body: Vec<u8>,
+) -> Result<Response<Box<dyn Any>>, Error> {
+    fn read<T: serde::de::DeserializeOwned + 'static>(
+        version: ApiVersion,
+        body: Vec<u8>,
+    ) -> Result<Response<Box<dyn Any>>, Error> {
+        let path = format!("/slurm/{version}/jobs/");
+        let reply = crate::transport::read_answer::<T>(&crate::Method::GET, &path, 200, body)?;
+        Ok(Response::from(reply).map(|v| Box::new(v) as Box<dyn Any>))
+    }
+    use crate::generated as g;
+    #[allow(unreachable_patterns)]
+    match version {
+        #[cfg(feature = "v0_0_40")]
+        ApiVersion::V0_0_40 => read::<g::v0_0_40::types::V0040OpenapiJobInfoResp>(version, body),
+        #[cfg(feature = "v0_0_41")]
+        ApiVersion::V0_0_41 => read::<g::v0_0_41::types::V0041OpenapiJobInfoResp>(version, body),
+        #[cfg(feature = "v0_0_42")]
+        ApiVersion::V0_0_42 => read::<g::v0_0_42::types::V0042OpenapiJobInfoResp>(version, body),
+        #[cfg(feature = "v0_0_43")]
+        ApiVersion::V0_0_43 => read::<g::v0_0_43::types::V0043OpenapiJobInfoResp>(version, body),
+        #[cfg(feature = "v0_0_44")]
+        ApiVersion::V0_0_44 => read::<g::v0_0_44::types::V0044OpenapiJobInfoResp>(version, body),
+        #[cfg(feature = "v0_0_45")]
+        ApiVersion::V0_0_45 => read::<g::v0_0_45::types::V0045OpenapiJobInfoResp>(version, body),
+        other => Err(Error::unsupported("job listing", other, None)),
+    }
+}
