@@ -62,7 +62,7 @@ fn source_families(kind: SourceKind) -> (Vec<Family>, Vec<Family>) {
     let empty = match kind {
         SourceKind::Diag => diag_families(&Diag::default()),
         SourceKind::Nodes => nodes::families(&[]),
-        SourceKind::Jobs => jobs::families(&[]),
+        SourceKind::Jobs => jobs::families(&[], &[]),
         SourceKind::Partitions => partitions::families(&[]),
         SourceKind::Reservations => reservations::families(&[], 0),
         SourceKind::Licenses => licenses::families(&[]),

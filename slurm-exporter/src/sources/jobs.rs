@@ -45,7 +45,8 @@ impl Source for Jobs {
                 return Ok(Collected::Unchanged);
             }
             self.refresh.answered(list.last_update, full);
-            Ok(Collected::Families(families(&list.jobs)))
+            let partitions = partition_names(ctx).await;
+            Ok(Collected::Families(families(&list.jobs, &partitions)))
         })
     }
 }
@@ -66,8 +67,26 @@ async fn fetch(ctx: &Ctx, since: Option<i64>) -> Result<JobList, slurm_client::E
     Ok(ctx.call(ctx.client.list_jobs(&query)).await?.into_value())
 }
 
-/// The job families.
-pub fn families(jobs: &[Job]) -> Vec<Family> {
+/// Every partition's name, so that partitions without jobs report 0 pending jobs and a
+/// largest request of 0 (an autoscaler needs a 0, not a missing series). Asked only when
+/// the jobs changed; on failure the partitions that have jobs are still reported.
+async fn partition_names(ctx: &Ctx) -> Vec<String> {
+    match ctx.call(ctx.client.list_partitions(None)).await {
+        Ok(list) => list
+            .into_value()
+            .partitions
+            .into_iter()
+            .map(|p| p.name)
+            .collect(),
+        Err(e) => {
+            debug!(error = %e, "partition names unavailable");
+            Vec::new()
+        }
+    }
+}
+
+/// The job families; `partitions` are reported even when no job is in them.
+pub fn families(jobs: &[Job], partitions: &[String]) -> Vec<Family> {
     let who = &["partition", "account", "user", "qos", "state"];
     let mut count = Family::gauge(
         "slurm_jobs",
@@ -115,6 +134,13 @@ pub fn families(jobs: &[Job]) -> Vec<Family> {
         &["partition"],
     );
 
+    for p in partitions {
+        for s in STATES {
+            part_jobs.touch(&[p, s]);
+        }
+        max_nodes.touch(&[p]);
+        max_cpus.touch(&[p]);
+    }
     for job in jobs {
         let state = state_label(job.state.as_str());
         let labels = [
@@ -183,4 +209,32 @@ fn job_memory_mib(job: &Job) -> Option<u64> {
     job.tres_allocated
         .memory_mb()
         .or_else(|| job.tres_requested.memory_mb())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::families;
+
+    #[test]
+    fn partitions_without_jobs_report_zero() {
+        let families = families(&[], &["gpu".to_owned()]);
+        let value = |name: &str, labels: &[&str]| {
+            families
+                .iter()
+                .find(|f| f.name() == name)
+                .and_then(|f| f.get(labels))
+        };
+        assert_eq!(
+            value("slurm_partition_pending_job_max_nodes", &["gpu"]),
+            Some(0.0)
+        );
+        assert_eq!(
+            value("slurm_partition_pending_job_max_cpus", &["gpu"]),
+            Some(0.0)
+        );
+        assert_eq!(
+            value("slurm_partition_jobs", &["gpu", "pending"]),
+            Some(0.0)
+        );
+    }
 }
