@@ -1,7 +1,7 @@
 //! Jobs: counts by state, reason, partition, account, user and QoS; their resources; the
 //! largest pending request per partition (the autoscaling signal).
 
-use slurm_client::{ErrorKind, Job, JobList, JobQuery, JobState};
+use slurm_client::{Job, JobList, JobQuery, JobState};
 
 use super::labels::{mib_to_bytes, partitions_of, state_label};
 use super::refresh::Refresh;
@@ -32,19 +32,11 @@ impl Source for Jobs {
     fn collect<'a>(&'a mut self, ctx: &'a Ctx) -> CollectFuture<'a> {
         Box::pin(async move {
             let since = self.refresh.update_time();
-            let (list, full) = match fetch(ctx, since).await {
-                // Slurm 24.11 rejects some "only if changed" listings (HTTP 500, "Unable to
-                // query partitions"): ask for everything instead.
-                Err(e) if since.is_some() && e.kind() == ErrorKind::Rejected => {
-                    debug!(error = %e, "conditional listing rejected; listing everything");
-                    (fetch(ctx, None).await?, true)
-                }
-                other => (other?, since.is_none()),
-            };
+            let list = fetch(ctx, since).await?;
             if list.unchanged {
                 return Ok(Collected::Unchanged);
             }
-            self.refresh.answered(list.last_update, full);
+            self.refresh.answered(list.last_update, since.is_none());
             let partitions = partition_names(ctx).await;
             Ok(Collected::Families(families(&list.jobs, &partitions)))
         })

@@ -1,12 +1,11 @@
 //! Nodes: counts by state and flag, per-node resources and facts, per-partition totals.
 
-use slurm_client::{ErrorKind, Node, NodeList, NodeQuery};
+use slurm_client::{Node, NodeList, NodeQuery};
 
 use super::labels::{list_label, mib_to_bytes, state_label};
 use super::refresh::Refresh;
 use super::{CollectFuture, Collected, Ctx, Source, SourceKind};
 use crate::family::Family;
-use tracing::debug;
 
 /// Base states always reported, at 0 when no node is in them (`NodeState`'s spellings, lowercased).
 const STATES: [&str; 7] = [
@@ -50,19 +49,11 @@ impl Source for Nodes {
     fn collect<'a>(&'a mut self, ctx: &'a Ctx) -> CollectFuture<'a> {
         Box::pin(async move {
             let since = self.refresh.update_time();
-            let (list, full) = match fetch(ctx, since).await {
-                // Slurm 24.11 rejects some "only if changed" listings (HTTP 500, "Unable to
-                // query partitions"): ask for everything instead.
-                Err(e) if since.is_some() && e.kind() == ErrorKind::Rejected => {
-                    debug!(error = %e, "conditional listing rejected; listing everything");
-                    (fetch(ctx, None).await?, true)
-                }
-                other => (other?, since.is_none()),
-            };
+            let list = fetch(ctx, since).await?;
             if list.unchanged {
                 return Ok(Collected::Unchanged);
             }
-            self.refresh.answered(list.last_update, full);
+            self.refresh.answered(list.last_update, since.is_none());
             Ok(Collected::Families(families(&list.nodes)))
         })
     }
