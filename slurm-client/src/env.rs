@@ -2,7 +2,6 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use crate::auth::{MintedToken, StaticToken, TokenFile, clean_token};
 use crate::builder::ClientBuilder;
@@ -62,13 +61,10 @@ pub(crate) fn builder_from(get: &dyn Fn(&str) -> Option<OsString>) -> Result<Cli
         };
         let mut minted = MintedToken::from_key_file(&key, user.clone())
             .map_err(|e| Error::Config(format!("SLURM_JWT_KEY: {e}")))?;
-        if let Some(secs) = var("SLURM_JWT_LIFESPAN")? {
-            let secs: u64 = secs.trim().parse().ok().filter(|s| *s > 0).ok_or_else(|| {
-                Error::Config(format!(
-                    "SLURM_JWT_LIFESPAN {secs:?} is not a positive number of seconds"
-                ))
-            })?;
-            minted = minted.lifespan(Duration::from_secs(secs));
+        if let Some(text) = var("SLURM_JWT_LIFESPAN")? {
+            let lifespan = crate::parse_duration(&text)
+                .map_err(|e| Error::Config(format!("SLURM_JWT_LIFESPAN: {e}")))?;
+            minted = minted.lifespan(lifespan);
         }
         builder = builder.token(minted);
     } else if !is_unix {

@@ -30,6 +30,7 @@
 //! | partitions | [`list_partitions`](Client::list_partitions), [`get_partition`](Client::get_partition) |
 //! | reservations | [`list_reservations`](Client::list_reservations), [`get_reservation`](Client::get_reservation), [`create_reservation`](Client::create_reservation), [`update_reservation`](Client::update_reservation), [`delete_reservation`](Client::delete_reservation) |
 //! | controller | [`diag`](Client::diag), [`ping`](Client::ping), [`reconfigure`](Client::reconfigure), [`licenses`](Client::licenses), [`shares`](Client::shares) |
+//! | accounting (slurmdbd) | [`list_accounts`](Client::list_accounts), [`get_account`](Client::get_account), [`create_account`](Client::create_account), [`delete_account`](Client::delete_account), [`list_users`](Client::list_users), [`get_user`](Client::get_user), [`create_user`](Client::create_user), [`delete_user`](Client::delete_user), [`list_associations`](Client::list_associations), [`get_association`](Client::get_association), [`delete_associations`](Client::delete_associations), [`list_qos`](Client::list_qos), [`get_qos`](Client::get_qos), [`put_qos`](Client::put_qos), [`delete_qos`](Client::delete_qos), [`list_clusters`](Client::list_clusters), [`get_cluster`](Client::get_cluster), [`list_tres`](Client::list_tres), [`list_wckeys`](Client::list_wckeys), [`get_wckey`](Client::get_wckey), [`create_wckey`](Client::create_wckey), [`delete_wckey`](Client::delete_wckey), [`job_history`](Client::job_history), [`get_job_record`](Client::get_job_record) |
 //! | following changes | [`JobTracker`], [`NodeTracker`] ([`tracking`]) |
 //!
 //! Each returns a [`Response`] (the value plus slurmrestd's warnings and meta). An operation
@@ -63,7 +64,7 @@
 //! | `SLURM_JWT` | a token (as printed by `scontrol token`; a `SLURM_JWT=` prefix is accepted) |
 //! | `SLURM_JWT_FILE` | a file holding the token, re-read whenever it changes |
 //! | `SLURM_JWT_KEY` | the cluster's HS256 key file (`jwt_hs256.key`): tokens are minted locally |
-//! | `SLURM_JWT_LIFESPAN` | lifespan in seconds of minted tokens (default 1800) |
+//! | `SLURM_JWT_LIFESPAN` | lifespan of minted tokens, e.g. `1800` (seconds) or `30m` (default 30 minutes) |
 //! | `SLURM_USER_NAME` | sent as `X-SLURM-USER-NAME`; the user minted tokens stand for |
 //! | `SLURM_REST_VERSION` | pin a REST version, e.g. `v0.0.42`, instead of negotiating |
 //! | `SLURM_REST_CA_FILE` | extra CA certificate(s) (PEM) for `https://` |

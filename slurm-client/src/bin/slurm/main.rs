@@ -34,7 +34,7 @@ const AFTER_HELP: &str = "\
 Configuration:
   The connection flags default to the environment variables of slurm_client::Client::from_env:
   SLURM_REST_URL, SLURM_JWT (a token; environment only), SLURM_JWT_FILE, SLURM_JWT_KEY with
-  SLURM_USER_NAME (tokens minted locally, lifespan SLURM_JWT_LIFESPAN seconds), SLURM_REST_VERSION,
+  SLURM_USER_NAME (tokens minted locally, lifespan SLURM_JWT_LIFESPAN, e.g. 30m), SLURM_REST_VERSION,
   SLURM_REST_CA_FILE, SLURM_REST_CLIENT_CERT/KEY. Flags override variables; of the token sources,
   a flag wins, then SLURM_JWT, SLURM_JWT_FILE, SLURM_JWT_KEY in that order.
 
