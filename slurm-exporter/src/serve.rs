@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
+use axum::serve::ListenerExt;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use rustls_pki_types::pem::PemObject;
@@ -45,7 +46,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     match tls {
-        None => axum::serve(listener, router)
+        None => axum::serve(listener.tap_io(no_delay), router)
             .with_graceful_shutdown(shutdown)
             .await
             .context("HTTP server failed"),
@@ -64,7 +65,7 @@ async fn serve_tls(
 ) {
     tokio::pin!(shutdown);
     loop {
-        let (tcp, peer) = tokio::select! {
+        let (mut tcp, peer) = tokio::select! {
             () = &mut shutdown => return,
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
@@ -75,6 +76,7 @@ async fn serve_tls(
                 }
             },
         };
+        no_delay(&mut tcp);
         let acceptor = acceptor.clone();
         let service = TowerToHyperService::new(router.clone());
         tokio::spawn(async move {
@@ -91,5 +93,13 @@ async fn serve_tls(
                 debug!(%peer, error = %e, "connection ended with an error");
             }
         });
+    }
+}
+
+/// Sends small writes at once: with Nagle's algorithm the tail of a large /metrics body
+/// waited for the scraper's delayed ACK, up to 40 ms (measured by the scale benchmark).
+fn no_delay(tcp: &mut tokio::net::TcpStream) {
+    if let Err(e) = tcp.set_nodelay(true) {
+        debug!(error = %e, "cannot set TCP_NODELAY");
     }
 }

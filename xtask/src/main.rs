@@ -1,5 +1,6 @@
 //! The project's own tasks: `cargo xtask --help`.
 
+mod bench;
 mod demo;
 mod fixtures;
 mod generate;
@@ -32,6 +33,13 @@ enum Cmd {
         /// Extra arguments for `cargo test` of the workspace, e.g. a test name filter.
         #[arg(trailing_var_arg = true)]
         cargo_args: Vec<String>,
+    },
+    /// The benchmarks, printing figures: the exporter at 2,000 nodes and 20,000 jobs against a real
+    /// Slurm 26.05 cluster started and stopped here (needs root), and the client's benchmarks.
+    Bench {
+        /// Fewer rounds (sets SLURM_BENCH_QUICK=1).
+        #[arg(long)]
+        quick: bool,
     },
     /// slurmrestd's OpenAPI specs.
     #[command(subcommand)]
@@ -66,6 +74,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Slurm(cmd) => slurm::run(cmd),
         Cmd::Demo => demo::run(&workspace()),
         Cmd::Test { cargo_args } => test::run(&workspace(), &cargo_args),
+        Cmd::Bench { quick } => bench::run(&workspace(), quick),
         Cmd::Openapi(OpenapiCmd::Fetch) => openapi::fetch(&workspace()),
         Cmd::Fixtures(cmd) => fixtures::run(&workspace(), cmd),
         Cmd::Generate { check } => generate::run(check),

@@ -49,6 +49,7 @@ pub fn up(shape: &Shape, port: u16) -> Result<State> {
         netns: netns_name(release),
         port,
         nodes: shape.nodes,
+        virtual_nodes: shape.virtual_nodes,
         accounting: shape.accounting,
         daemons: Vec::new(),
     };
@@ -471,7 +472,9 @@ fn http_status(socket: &Path, request: &str) -> Result<String> {
 fn wait_nodes_idle(state: &State) -> Result<()> {
     let mut last = String::new();
     let idle = wait_for(START_TIMEOUT, || {
-        match exec_capture(state, None, &["sinfo", "-h", "-N", "-o", "%N %T"]) {
+        // The real nodes only: virtual ones never answer.
+        let list = ["sinfo", "-h", "-N", "-p", "debug", "-o", "%N %T"];
+        match exec_capture(state, None, &list) {
             Ok(out) => {
                 let ready = out.lines().count() == state.nodes as usize
                     && out.lines().all(|l| l.ends_with(" idle"));
@@ -504,13 +507,18 @@ fn write_env(state: &State, token: &str, user_token: &str) -> Result<()> {
          SLURM_CLUSTER_NAME={cluster}\n\
          SLURM_NODES={nodes}\n\
          SLURM_TEST_USER={TEST_USER}\n\
-         SLURM_TEST_USER_JWT={user_token}\n",
+         SLURM_TEST_USER_JWT={user_token}\n{virtual}",
         port = state.port,
         socket = state.socket().display(),
         key = state.root.join("etc/slurm/jwt_hs256.key").display(),
         acct = u8::from(state.accounting),
         cluster = config::cluster_name(release),
         nodes = state.nodes,
+        virtual = if state.virtual_nodes > 0 {
+            format!("SLURM_VIRTUAL_NODES={}\n", state.virtual_nodes)
+        } else {
+            String::new()
+        },
     );
     let path = state::env_file(release);
     std::fs::write(&path, body)?;

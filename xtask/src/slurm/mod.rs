@@ -22,7 +22,7 @@ pub use state::State;
 #[derive(Debug, Subcommand)]
 pub enum SlurmCmd {
     /// Build (once) and start a cluster: slurmctld, N slurmd, slurmrestd (and slurmdbd + MariaDB).
-    Up(UpArgs),
+    Up(UpCmd),
     /// Stop a cluster (all running ones without --release), whatever state `up` left it in.
     Down {
         #[arg(long)]
@@ -56,6 +56,16 @@ pub enum SlurmCmd {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct UpCmd {
+    #[command(flatten)]
+    pub args: UpArgs,
+    /// Also define N nodes (vnode1…vnodeN, partition `virtual`) that no slurmd serves: a large
+    /// cluster for slurmctld and slurmrestd at the cost of a config line (powered-down cloud nodes).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub virtual_nodes: u32,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct UpArgs {
     /// Slurm release: 24.11 (Debian trixie) or 26.05 (Debian sid).
     #[arg(long, default_value = "26.05")]
@@ -76,8 +86,8 @@ pub fn run(cmd: SlurmCmd) -> Result<()> {
         require_root()?;
     }
     match cmd {
-        SlurmCmd::Up(args) => {
-            let state = up(&args)?;
+        SlurmCmd::Up(cmd) => {
+            let state = up_with_virtual_nodes(&cmd.args, cmd.virtual_nodes)?;
             print_summary(&state);
             Ok(())
         }
@@ -119,10 +129,16 @@ pub fn run(cmd: SlurmCmd) -> Result<()> {
 }
 
 pub fn up(args: &UpArgs) -> Result<State> {
+    up_with_virtual_nodes(args, 0)
+}
+
+/// Like [`up`], with `virtual_nodes` more nodes that have no slurmd.
+pub fn up_with_virtual_nodes(args: &UpArgs, virtual_nodes: u32) -> Result<State> {
     let shape = config::Shape {
         release: args.release,
         nodes: args.nodes,
         accounting: args.accounting,
+        virtual_nodes,
     };
     cluster::up(&shape, args.port.unwrap_or(args.release.default_port()))
 }
@@ -134,9 +150,18 @@ pub fn down(release: Release) -> Result<bool> {
 fn print_summary(state: &State) {
     let env = state::env_file(state.release);
     println!(
-        "Slurm {} cluster: {} node(s){}\n  REST:     http://127.0.0.1:{} (unix:{})\n  env file: {} (`set -a; . {}; set +a`)\n  logs:     {}\n  stop:     cargo xtask slurm down --release {}",
+        "Slurm {} cluster: {} node(s){}{}\n  REST:     http://127.0.0.1:{} (unix:{})\n  env file: {} (`set -a; . {}; set +a`)\n  logs:     {}\n  stop:     cargo xtask slurm down --release {}",
         state.release,
         state.nodes,
+        if state.virtual_nodes > 0 {
+            format!(
+                " + {} virtual (partition {}, no slurmd)",
+                state.virtual_nodes,
+                config::VIRTUAL_PARTITION
+            )
+        } else {
+            String::new()
+        },
         if state.accounting {
             ", accounting (slurmdbd)"
         } else {

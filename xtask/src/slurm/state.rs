@@ -14,6 +14,9 @@ pub struct State {
     pub netns: String,
     pub port: u16,
     pub nodes: u32,
+    /// Nodes in slurm.conf without a slurmd (`--virtual-nodes`).
+    #[serde(default)]
+    pub virtual_nodes: u32,
     pub accounting: bool,
     /// Daemons in start order, by name; the REST proxy runs on the host.
     pub daemons: Vec<Daemon>,
