@@ -157,12 +157,6 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
             slurm::state::env_file(Release::R24_11),
         );
         status(cmd)
-    })?;
-    for release in Release::ALL {
-        slurm::down(release)?;
-    }
-    t.phase("benchmarks (cargo xtask bench --quick)", || {
-        crate::bench::run(workspace, true)
     })
 }
 
