@@ -42,6 +42,11 @@ impl Client {
         }
     }
 
+    /// The shared state, for the crate's own request paths (e.g. streamed listings).
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
     /// A builder for the server at `url` (see [`ClientBuilder::new`]).
     pub fn builder(url: impl Into<String>) -> ClientBuilder {
         ClientBuilder::new(url)

@@ -98,6 +98,7 @@ mod ops;
 mod request;
 mod response;
 mod retry;
+mod stream;
 mod tls;
 pub mod tracking;
 mod transport;
@@ -122,7 +123,7 @@ pub use model::{
     JobQuery, JobState, JobSubmission, JobUpdate, License, Limit, Node, NodeFlag, NodeList,
     NodeQuery, NodeState, NodeStateChange, NodeUpdate, Partition, PartitionList, Ping, Reservation,
     ReservationList, ReservationSpec, ReservationUpdate, RpcStat, RpcUserStat, SchedulerStats,
-    Share, Shares, SharesQuery, SubmittedJob, Tres,
+    Share, Shares, SharesQuery, StreamedJobs, SubmittedJob, Tres,
 };
 pub use negotiate::Negotiated;
 pub use request::{Request, path_segment};

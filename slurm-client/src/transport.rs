@@ -70,6 +70,28 @@ pub(crate) async fn execute<T: DeserializeOwned>(
 
 async fn attempt<T: DeserializeOwned>(inner: &Inner, request: &Request) -> Result<Reply<T>, Error> {
     let started = Instant::now();
+    let response = send(inner, request).await?;
+    let status = response.status().as_u16();
+    // `bytes()` collects the body into one buffer, which becomes the `Vec` without a copy.
+    let body: Vec<u8> = response
+        .bytes()
+        .await
+        .map_err(|e| network_error(request, e))?
+        .into();
+    tracing::debug!(
+        method = %request.method,
+        path = %request.path,
+        status,
+        bytes = body.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "slurmrestd answered"
+    );
+    read_answer(&request.method, &request.path, status, body)
+}
+
+/// Sends `request` once (token, user name, timeout) and returns the answer with its body
+/// still to be read.
+pub(crate) async fn send(inner: &Inner, request: &Request) -> Result<reqwest::Response, Error> {
     let url = join(&inner.base, &request.path, &request.query);
     let mut builder = inner
         .http
@@ -105,26 +127,7 @@ async fn attempt<T: DeserializeOwned>(inner: &Inner, request: &Request) -> Resul
         builder = builder.header(USER_HEADER, user.clone());
     }
 
-    let response = builder
-        .send()
-        .await
-        .map_err(|e| network_error(request, e))?;
-    let status = response.status().as_u16();
-    // `bytes()` collects the body into one buffer, which becomes the `Vec` without a copy.
-    let body: Vec<u8> = response
-        .bytes()
-        .await
-        .map_err(|e| network_error(request, e))?
-        .into();
-    tracing::debug!(
-        method = %request.method,
-        path = %request.path,
-        status,
-        bytes = body.len(),
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "slurmrestd answered"
-    );
-    read_answer(&request.method, &request.path, status, body)
+    builder.send().await.map_err(|e| network_error(request, e))
 }
 
 /// Turns a status and body into the decoded value or the [`Error`] they stand for.
@@ -189,7 +192,7 @@ fn settle<T>(
     }
 }
 
-fn network_error(request: &Request, err: reqwest::Error) -> Error {
+pub(crate) fn network_error(request: &Request, err: reqwest::Error) -> Error {
     let method = request.method.clone();
     let path = request.path.clone();
     let detail = chain(&err);

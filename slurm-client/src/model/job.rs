@@ -255,6 +255,24 @@ pub struct JobList {
     pub unchanged: bool,
 }
 
+/// The end of a streamed job listing ([`Client::for_each_job`](crate::Client::for_each_job)):
+/// everything [`JobList`] says but the jobs, which were handed out one by one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct StreamedJobs {
+    /// Jobs handed out (those the query's filters kept).
+    pub jobs: usize,
+    /// Jobs in the answer, before the query's filters.
+    pub listed: usize,
+    /// As [`JobList::last_update`].
+    pub last_update: Option<i64>,
+    /// As [`JobList::last_backfill`].
+    pub last_backfill: Option<i64>,
+    /// As [`JobList::unchanged`]: nothing changed since [`JobQuery::update_time`], and no job
+    /// was handed out.
+    pub unchanged: bool,
+}
+
 /// Filters for [`Client::list_jobs`](crate::Client::list_jobs).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct JobQuery {

@@ -29,7 +29,7 @@ pub use accounting::{
 pub use diag::{BackfillStats, Diag, JobCounters, RpcStat, RpcUserStat, SchedulerStats};
 pub use job::{
     ArrayInfo, ExitCode, Job, JobFlag, JobList, JobQuery, JobState, JobSubmission, JobUpdate,
-    SubmittedJob,
+    StreamedJobs, SubmittedJob,
 };
 pub use license::License;
 pub use node::{Node, NodeFlag, NodeList, NodeQuery, NodeState, NodeStateChange, NodeUpdate};

@@ -1,6 +1,6 @@
 //! Jobs in slurmctld: list, get, submit, update, signal/cancel, hold/release, requeue.
 
-use crate::model::{Job, JobList, JobQuery, JobSubmission, JobUpdate, SubmittedJob};
+use crate::model::{Job, JobList, JobQuery, JobSubmission, JobUpdate, StreamedJobs, SubmittedJob};
 use crate::{ApiVersion, Client, Error, Request, Response, SlurmError, path_segment};
 
 impl Client {
@@ -10,16 +10,45 @@ impl Client {
     /// changed since then, and with none ([`JobList::unchanged`]) otherwise — the cheap way
     /// to poll; see also [`JobTracker`](crate::JobTracker).
     pub async fn list_jobs(&self, query: &JobQuery) -> Result<Response<JobList>, Error> {
-        let version = self.version().await?;
-        let mut request = Request::get(format!("/slurm/{version}/jobs/"));
-        if let Some(time) = query.update_time {
-            request = request.query("update_time", update_time_param(version, time));
-        }
-        if query.all {
-            request = request.query("flags", "ALL");
-        }
+        let request = listing_request(self, query).await?;
         let response = dispatch!(self, "job listing", list(self, request))?;
         Ok(finish_listing(query, response))
+    }
+
+    /// Lists jobs as [`Client::list_jobs`] does, but hands each job (kept by `query`'s
+    /// filters) to `each` as soon as its part of the answer has arrived, without ever
+    /// holding the whole answer or list: for large clusters (20,000 jobs are ~155 MiB of
+    /// JSON) where the caller only aggregates.
+    ///
+    /// slurmrestd sends `errors[]` after the jobs, so the listing is only known to be
+    /// complete and good when this returns `Ok`: after an `Err` (an error answer, even
+    /// with a 2xx status, a body cut off, a job that does not match the spec, a timeout),
+    /// the jobs already handed out are an incomplete listing and must be dropped. Transient
+    /// failures are retried only while no job was handed out yet. The returned
+    /// [`StreamedJobs`] carries what [`JobList`] says besides its jobs, `warnings[]` and
+    /// `meta` come in the [`Response`].
+    pub async fn for_each_job(
+        &self,
+        query: &JobQuery,
+        mut each: impl FnMut(Job) + Send,
+    ) -> Result<Response<StreamedJobs>, Error> {
+        let request = listing_request(self, query).await?;
+        let (mut listed, mut jobs) = (0, 0);
+        let mut keep = |job: Job| {
+            listed += 1;
+            if query.matches(&job) {
+                jobs += 1;
+                each(job);
+            }
+        };
+        let response = dispatch!(self, "job listing", stream(self, request, &mut keep))?;
+        Ok(response.map(|list| StreamedJobs {
+            jobs,
+            listed,
+            last_update: list.last_update,
+            last_backfill: list.last_backfill,
+            unchanged: query.update_time.is_some() && listed == 0 && list.last_update.is_none(),
+        }))
     }
 
     /// One job (`GET /slurm/vX/job/{id}`); [`Error::NotFound`] if slurmctld does not know it
@@ -96,6 +125,19 @@ impl Client {
         let path = format!("{}/requeue", job_path(self, id).await?);
         dispatch!(self, "job requeue", requeue(self, path))
     }
+}
+
+/// The `GET /slurm/vX/jobs/` request for `query`.
+async fn listing_request(client: &Client, query: &JobQuery) -> Result<Request, Error> {
+    let version = client.version().await?;
+    let mut request = Request::get(format!("/slurm/{version}/jobs/"));
+    if let Some(time) = query.update_time {
+        request = request.query("update_time", update_time_param(version, time));
+    }
+    if query.all {
+        request = request.query("flags", "ALL");
+    }
+    Ok(request)
 }
 
 /// The part of [`Client::list_jobs`] after the version's conversion.
@@ -196,6 +238,21 @@ macro_rules! jobs_version {
             request: Request,
         ) -> Result<Response<JobList>, Error> {
             Ok(client.request::<JobsResp>(request).await?.map(job_list))
+        }
+
+        pub(super) async fn stream(
+            client: &Client,
+            request: Request,
+            each: &mut (dyn FnMut(Job) + Send),
+        ) -> Result<Response<JobList>, Error> {
+            let reply = crate::stream::stream_list::<JobItem, JobsResp>(
+                client.inner(),
+                &request,
+                "jobs",
+                &mut |item| each(job(item)),
+            )
+            .await?;
+            Ok(Response::from(reply).map(job_list))
         }
 
         pub(super) fn list_from_body(
