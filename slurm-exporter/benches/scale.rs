@@ -5,7 +5,9 @@
 //! running on the real nodes), runs the real exporter binary against it with every source on,
 //! and prints: time and bytes fetched per collection and per request, scrape latency over many
 //! `/metrics` GETs by a few concurrent scrapers, the size of the body, and the exporter's RSS.
-//! `SLURM_BENCH_QUICK=1` scrapes less; `SLURM_BENCH_STRICT=1` fails when a target is missed.
+//! `SLURM_BENCH_QUICK=1` scrapes less; `SLURM_BENCH_STRICT=1` fails when a target is missed;
+//! `SLURM_BENCH_EXPORTER=path` runs another build of the exporter (e.g. an older one, to
+//! compare in one session against the same cluster and jobs).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -148,6 +150,7 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
         ms(ready)
     );
     let first = scrape(&http, &exporter).await;
+    let (_, rss_first) = memory(exporter.child.id());
     let first_answers = exporter.answers();
     let first_durations = self_metric(&first, "slurm_exporter_collect_duration_seconds");
 
@@ -159,6 +162,7 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
     };
     tokio::time::sleep(window).await;
     let later = scrape(&http, &exporter).await;
+    let (hwm_collections, rss_later) = memory(exporter.child.id());
     let later_answers = exporter.answers()[first_answers.len()..].to_vec();
     let later_durations = self_metric(&later, "slurm_exporter_collect_duration_seconds");
     let collections = self_metric(&later, "slurm_exporter_collections_total");
@@ -211,6 +215,21 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
         collections.values().copied().fold(0.0, f64::max) - 1.0,
         window.as_secs()
     );
+    let node_count = count_nodes(&later).max(1) as f64;
+    let job_count = target_jobs.max(1) as f64;
+    for (source, objects, what) in [("jobs", job_count, "job"), ("nodes", node_count, "node")] {
+        let Some(secs) = first_durations.get(source) else {
+            continue;
+        };
+        let fb = first_bytes.get(source).copied().unwrap_or(0) as f64;
+        println!(
+            "{source}: first collection {} and {} for {objects} {what}s: {:.1} µs and {} per {what}",
+            ms(Duration::from_secs_f64(*secs)),
+            bytes(fb),
+            secs * 1e6 / objects,
+            bytes(fb / objects),
+        );
+    }
     println!("\n-- requests to slurmrestd (as the exporter's client logged them)");
     println!(
         "{:<40} {:>6} {:>14} {:>12}",
@@ -268,7 +287,13 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
         ms(p99),
         ms(max)
     );
-    println!("exporter memory: peak RSS (VmHWM) {hwm:.1} MB, RSS now (VmRSS) {rss:.1} MB");
+    println!("\n-- exporter memory (VmRSS and VmHWM, MB as the kernel counts them: MiB)");
+    println!(
+        "after the first collection: RSS {rss_first:.1} MB; after {}s more of collections: RSS {rss_later:.1} MB, \
+         peak so far {hwm_collections:.1} MB",
+        window.as_secs()
+    );
+    println!("after the scrape load: peak RSS (VmHWM) {hwm:.1} MB, RSS now (VmRSS) {rss:.1} MB");
 
     let mut missed = Vec::new();
     println!(
@@ -428,12 +453,17 @@ struct Exporter {
 
 impl Exporter {
     fn start(env: &[(&str, String)], args: &[&str]) -> Exporter {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_slurm-exporter"))
+        let program = std::env::var_os("SLURM_BENCH_EXPORTER")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_slurm-exporter").into());
+        let mut child = Command::new(program)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .envs(env.iter().map(|(k, v)| (k, v)))
             .args(["--listen", "127.0.0.1:0", "--log-format", "json"])
-            .args(["--log", "info,slurm_client::transport=debug"])
+            .args([
+                "--log",
+                "info,slurm_client::transport=debug,slurm_client::stream=debug",
+            ])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -15,6 +15,7 @@ use refresh::Refresh;
 
 pub mod associations;
 pub mod diag;
+pub mod job_families;
 pub mod jobs;
 pub mod labels;
 pub mod licenses;
