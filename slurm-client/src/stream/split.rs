@@ -346,7 +346,8 @@ mod tests {
 
     #[test]
     fn only_the_top_level_key_is_streamed() {
-        let body = r#"{"x": {"jobs": [1, 2]}, "jobs_x": [3], "jobs": [], "last_update": {"number": 5}}"#;
+        let body =
+            r#"{"x": {"jobs": [1, 2]}, "jobs_x": [3], "jobs": [], "last_update": {"number": 5}}"#;
         let (items, rest) = every_size(body);
         assert!(items.is_empty());
         assert_eq!(rest.replace(' ', ""), body.replace(' ', ""));
@@ -373,10 +374,19 @@ mod tests {
         let body = r#"{"jobs": [{"job_id": 1}, {"job_id": 2}, {"job_id"#;
         let err = split(body, 5).unwrap_err();
         assert_eq!(err.items, 2);
-        assert!(err.message.contains("ends in the middle"), "{}", err.message);
+        assert!(
+            err.message.contains("ends in the middle"),
+            "{}",
+            err.message
+        );
         assert!(split(r#"{"jobs": [1, 2]"#, 3).is_err());
         assert!(split(r#"{"jobs": [1], "meta": "x"#, 3).is_err());
-        assert!(split(r#"{"jobs": [1,]}"#, 3).unwrap_err().message.contains("missing"));
+        assert!(
+            split(r#"{"jobs": [1,]}"#, 3)
+                .unwrap_err()
+                .message
+                .contains("missing")
+        );
         assert!(split(r#"{"jobs": [,1]}"#, 3).is_err());
     }
 }
