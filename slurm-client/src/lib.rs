@@ -25,7 +25,7 @@
 //!
 //! | domain | methods |
 //! | --- | --- |
-//! | jobs | [`list_jobs`](Client::list_jobs), [`get_job`](Client::get_job), [`submit_job`](Client::submit_job), [`update_job`](Client::update_job), [`cancel_job`](Client::cancel_job), [`signal_job`](Client::signal_job), [`hold_job`](Client::hold_job), [`release_job`](Client::release_job), [`requeue_job`](Client::requeue_job) |
+//! | jobs | [`list_jobs`](Client::list_jobs), [`for_each_job`](Client::for_each_job) (streamed, for large clusters), [`get_job`](Client::get_job), [`submit_job`](Client::submit_job), [`update_job`](Client::update_job), [`cancel_job`](Client::cancel_job), [`signal_job`](Client::signal_job), [`hold_job`](Client::hold_job), [`release_job`](Client::release_job), [`requeue_job`](Client::requeue_job) |
 //! | nodes | [`list_nodes`](Client::list_nodes), [`get_node`](Client::get_node), [`update_node`](Client::update_node), [`drain_node`](Client::drain_node), [`resume_node`](Client::resume_node), [`down_node`](Client::down_node), [`delete_node`](Client::delete_node), [`create_node`](Client::create_node) |
 //! | partitions | [`list_partitions`](Client::list_partitions), [`get_partition`](Client::get_partition) |
 //! | reservations | [`list_reservations`](Client::list_reservations), [`get_reservation`](Client::get_reservation), [`create_reservation`](Client::create_reservation), [`update_reservation`](Client::update_reservation), [`delete_reservation`](Client::delete_reservation) |
