@@ -7,7 +7,9 @@
 //! `/metrics` GETs by a few concurrent scrapers, the size of the body, and the exporter's RSS.
 //! `SLURM_BENCH_QUICK=1` scrapes less; `SLURM_BENCH_STRICT=1` fails when a target is missed;
 //! `SLURM_BENCH_EXPORTER=path` runs another build of the exporter (e.g. an older one, to
-//! compare in one session against the same cluster and jobs).
+//! compare in one session against the same cluster and jobs); `SLURM_BENCH_INTERVAL=3600`
+//! (seconds, default 10) spaces the collections out, so that scrapes are measured without
+//! collections running beside them.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -24,7 +26,7 @@ const SUBMITTERS: usize = 16;
 const SCRAPERS: usize = 4;
 const TARGET_P99: Duration = Duration::from_millis(5);
 const TARGET_RSS_MB: f64 = 150.0;
-const INTERVAL: Duration = Duration::from_secs(10);
+const DEFAULT_INTERVAL_SECS: u64 = 10;
 
 fn main() {
     let Some(env_file) = std::env::var_os("SLURM_BENCH_ENV_FILE") else {
@@ -121,6 +123,15 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
     drop(jobs);
     drop(nodes);
 
+    let interval = Duration::from_secs(
+        std::env::var("SLURM_BENCH_INTERVAL")
+            .ok()
+            .map(|v| {
+                v.parse()
+                    .unwrap_or_else(|_| panic!("SLURM_BENCH_INTERVAL={v:?} is not a number"))
+            })
+            .unwrap_or(DEFAULT_INTERVAL_SECS),
+    );
     let sources = if accounting {
         "diag,nodes,jobs,partitions,reservations,licenses,shares,qos,associations"
     } else {
@@ -136,7 +147,7 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
             "--sources",
             sources,
             "--interval",
-            &format!("{}s", INTERVAL.as_secs()),
+            &format!("{}s", interval.as_secs()),
             "--timeout",
             "120s",
         ],
@@ -146,11 +157,12 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
     println!(
         "exporter: pid {}, sources {sources}, interval {}s; first snapshot after {}",
         exporter.child.id(),
-        INTERVAL.as_secs(),
+        interval.as_secs(),
         ms(ready)
     );
     let first = scrape(&http, &exporter).await;
     let (_, rss_first) = memory(exporter.child.id());
+    let cpu_first = cpu_seconds(exporter.child.id());
     let first_answers = exporter.answers();
     let first_durations = self_metric(&first, "slurm_exporter_collect_duration_seconds");
 
@@ -163,6 +175,7 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
     tokio::time::sleep(window).await;
     let later = scrape(&http, &exporter).await;
     let (hwm_collections, rss_later) = memory(exporter.child.id());
+    let cpu_later = cpu_seconds(exporter.child.id()) - cpu_first;
     let later_answers = exporter.answers()[first_answers.len()..].to_vec();
     let later_durations = self_metric(&later, "slurm_exporter_collect_duration_seconds");
     let collections = self_metric(&later, "slurm_exporter_collections_total");
@@ -215,19 +228,25 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
         collections.values().copied().fold(0.0, f64::max) - 1.0,
         window.as_secs()
     );
+    println!(
+        "exporter CPU time (user + system): {cpu_first:.2} s up to the first snapshot, \
+         {cpu_later:.2} s in the {}s after it",
+        window.as_secs()
+    );
     let node_count = count_nodes(&later).max(1) as f64;
     let job_count = target_jobs.max(1) as f64;
+    // The first answer of each is the full listing (only-if-changed comes later); for the
+    // streamed job listing its time includes the decoding, for the others not.
     for (source, objects, what) in [("jobs", job_count, "job"), ("nodes", node_count, "node")] {
-        let Some(secs) = first_durations.get(source) else {
+        let Some(answer) = first_answers.iter().find(|a| source_of(&a.path) == source) else {
             continue;
         };
-        let fb = first_bytes.get(source).copied().unwrap_or(0) as f64;
         println!(
-            "{source}: first collection {} and {} for {objects} {what}s: {:.1} µs and {} per {what}",
-            ms(Duration::from_secs_f64(*secs)),
-            bytes(fb),
-            secs * 1e6 / objects,
-            bytes(fb / objects),
+            "{source}: first (full) listing {} in {}, for {objects} {what}s: {} and {:.1} µs per {what}",
+            bytes(answer.bytes as f64),
+            ms(Duration::from_millis(answer.elapsed_ms)),
+            bytes(answer.bytes as f64 / objects),
+            answer.elapsed_ms as f64 * 1e3 / objects,
         );
     }
     println!("\n-- requests to slurmrestd (as the exporter's client logged them)");
@@ -261,6 +280,9 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
     )
     .await
     .len();
+    // Scrapers, exporter and whatever else runs share the machine's cores: the load says
+    // how busy it was (latency tails follow it).
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let (s50, s99, smax) = percentiles(scrape_load(&exporter, scrapes / 2, 1).await);
     let latencies = scrape_load(&exporter, scrapes, SCRAPERS).await;
     let count = latencies.len();
@@ -273,6 +295,14 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
         bytes(body as f64),
         later.lines().filter(|l| !l.starts_with('#')).count(),
         bytes(om_body as f64)
+    );
+    println!(
+        "load average before the scrape load: {} ({} cores)",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
         "scrape latency (keep-alive, whole body read), one scraper, {} GETs: p50 {}  p99 {}  max {}",
@@ -677,6 +707,26 @@ async fn scrape_load(exporter: &Exporter, total: usize, scrapers: usize) -> Vec<
         all.extend(done.expect("scraper"));
     }
     all
+}
+
+/// The CPU time (user + system) process `pid` used so far, in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc stat");
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of proc_pid_stat(5), the 12th and 13th after the
+    // name; in clock ticks of USER_HZ, which is 100 on every Linux this runs on.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// (VmHWM, VmRSS) in MB.
