@@ -27,6 +27,9 @@ impl Client {
     /// failures are retried only while no job was handed out yet. The returned
     /// [`StreamedJobs`] carries what [`JobList`] says besides its jobs, `warnings[]` and
     /// `meta` come in the [`Response`].
+    ///
+    /// The request time limit covers the whole answer, so here it also covers the decoding
+    /// and whatever `each` does: give large listings a generous one.
     pub async fn for_each_job(
         &self,
         query: &JobQuery,
