@@ -87,18 +87,21 @@ fn run_benches(
         timings.push((name, started.elapsed().as_secs_f64()));
         result
     };
-    // Compiled first, so the cluster is up only while the benchmarks run.
-    for bench in benches {
-        timed(format!("build {}", bench.label()), &mut || {
-            status(cargo_bench(workspace, bench, quick).arg("--no-run"))
-        })?;
-    }
+    // Compiled first, all in one cargo run, so the cluster is up only while the benchmarks
+    // run and the release build of slurm-client is shared by every benchmark.
+    timed("build the benchmarks".into(), &mut || {
+        status(cargo_bench(workspace, benches, benches, quick).arg("--no-run"))
+    })?;
     for bench in benches.iter().filter(|b| !b.needs_cluster) {
         timed(bench.label(), &mut || {
-            status(&mut cargo_bench(workspace, bench, quick))
+            status(&mut cargo_bench(workspace, benches, &[bench], quick))
         })?;
     }
-    let with_cluster: Vec<&&Bench> = benches.iter().filter(|b| b.needs_cluster).collect();
+    let with_cluster: Vec<&Bench> = benches
+        .iter()
+        .copied()
+        .filter(|b| b.needs_cluster)
+        .collect();
     if with_cluster.is_empty() {
         return Ok(());
     }
@@ -115,7 +118,10 @@ fn run_benches(
     let env_file = slurm::state::env_file(RELEASE);
     let result = with_cluster.iter().try_for_each(|bench| {
         timed(bench.label(), &mut || {
-            status(cargo_bench(workspace, bench, quick).env("SLURM_BENCH_ENV_FILE", &env_file))
+            status(
+                cargo_bench(workspace, benches, &[bench], quick)
+                    .env("SLURM_BENCH_ENV_FILE", &env_file),
+            )
         })
     });
     let stopped = timed(format!("stop Slurm {RELEASE}"), &mut || {
@@ -124,10 +130,20 @@ fn run_benches(
     result.and(stopped)
 }
 
-fn cargo_bench(workspace: &Path, bench: &Bench, quick: bool) -> Command {
+/// `cargo bench` of `run`, with every package of `all` selected so that cargo resolves
+/// the same features each time and builds nothing twice.
+fn cargo_bench(workspace: &Path, all: &[&Bench], run: &[&Bench], quick: bool) -> Command {
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.current_dir(workspace)
-        .args(["bench", "--package", bench.package, "--bench", bench.name]);
+    cmd.current_dir(workspace).arg("bench");
+    let mut packages: Vec<&str> = all.iter().map(|b| b.package).collect();
+    packages.sort_unstable();
+    packages.dedup();
+    for package in packages {
+        cmd.args(["--package", package]);
+    }
+    for bench in run {
+        cmd.args(["--bench", bench.name]);
+    }
     if quick {
         cmd.env("SLURM_BENCH_QUICK", "1");
     }

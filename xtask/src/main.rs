@@ -27,7 +27,7 @@ enum Cmd {
     Slurm(slurm::SlurmCmd),
     /// Start a real Slurm 26.05 cluster (or use the running one) and show the tools working against it.
     Demo,
-    /// Everything CI runs: generated-code check, fmt, clippy, and all tests against real Slurm 24.11 and 26.05
+    /// Everything CI runs: generated-code check, fmt, clippy, all tests against real Slurm 24.11 and 26.05, then the benchmarks (quick)
     /// clusters, started and stopped here (needs root).
     Test {
         /// Extra arguments for `cargo test` of the workspace, e.g. a test name filter.

@@ -1,4 +1,5 @@
-//! `cargo xtask test`: everything CI checks, in order, with real Slurm clusters up while the tests run.
+//! `cargo xtask test`: everything CI checks, in order, with real Slurm clusters up while the tests run,
+//! then the benchmarks (`cargo xtask bench --quick`), which start their own large cluster.
 
 use std::path::Path;
 use std::process::Command;
@@ -150,6 +151,12 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
             slurm::state::env_file(Release::R24_11),
         );
         status(cmd)
+    })?;
+    for release in Release::ALL {
+        slurm::down(release)?;
+    }
+    t.phase("benchmarks (cargo xtask bench --quick)", || {
+        crate::bench::run(workspace, true)
     })
 }
 
