@@ -52,14 +52,7 @@ pub(crate) async fn stream_list<I: DeserializeOwned, R: DeserializeOwned>(
         let Some(wait) = waits.next() else {
             return Err(err);
         };
-        tracing::warn!(
-            method = %request.method,
-            path = %request.path,
-            error = %err,
-            kind = err.label(),
-            wait_ms = wait.as_millis() as u64,
-            "retrying slurmrestd request"
-        );
+        transport::log_retry(request, &err, wait);
         tokio::time::sleep(wait).await;
     }
 }

@@ -55,16 +55,7 @@ pub(crate) async fn execute<T: DeserializeOwned>(
     once.retry(inner.retry.backoff())
         .sleep(tokio::time::sleep)
         .when(Error::is_transient)
-        .notify(|err, wait| {
-            tracing::warn!(
-                method = %request.method,
-                path = %request.path,
-                error = %err,
-                kind = err.label(),
-                wait_ms = wait.as_millis() as u64,
-                "retrying slurmrestd request"
-            );
-        })
+        .notify(|err, wait| log_retry(request, err, wait))
         .await
 }
 
@@ -190,6 +181,18 @@ fn settle<T>(
             Err(classify(method, path, status, body, &envelope).unwrap_or(mismatch))
         }
     }
+}
+
+/// The warning logged before a request is retried.
+pub(crate) fn log_retry(request: &Request, err: &Error, wait: std::time::Duration) {
+    tracing::warn!(
+        method = %request.method,
+        path = %request.path,
+        error = %err,
+        kind = err.label(),
+        wait_ms = wait.as_millis() as u64,
+        "retrying slurmrestd request"
+    );
 }
 
 pub(crate) fn network_error(request: &Request, err: reqwest::Error) -> Error {
