@@ -10,6 +10,7 @@ use common::Cluster;
 use serde_json::Value;
 
 /// Exit codes documented in `slurm --help`.
+const REJECTED: i32 = 1;
 const USAGE: i32 = 2;
 const AUTH: i32 = 3;
 const NOT_FOUND: i32 = 4;
@@ -449,6 +450,135 @@ fn unknown_job_exits_4() {
         let outcome: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(outcome[0]["ok"], false, "{outcome}");
         assert!(stderr(&out).contains("2017"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn unknown_node_exits_4_naming_it() {
+    const NODE: &str = "no-such-node";
+    for cluster in common::clusters() {
+        for args in [
+            &["nodes", "show", NODE][..],
+            &["nodes", "show", NODE, "-o", "json"],
+        ] {
+            let out = slurm(&cluster, args);
+            assert_code(&cluster, &out, NOT_FOUND, &args.join(" "));
+            assert!(
+                stderr(&out).starts_with(&format!("error: node {NODE}: ")),
+                "{}: {}",
+                cluster.source,
+                stderr(&out)
+            );
+            assert_eq!(stdout(&out), "", "nothing half-printed on stdout");
+        }
+
+        // Actions on several nodes report one outcome per node, in JSON too.
+        for args in [
+            &["nodes", "drain", NODE, "--reason", "cli test", "-o", "json"][..],
+            &["nodes", "resume", NODE, "-o", "json"],
+            &["nodes", "down", NODE, "--reason", "cli test", "-o", "json"],
+        ] {
+            let out = slurm(&cluster, args);
+            let what = args.join(" ");
+            assert_code(&cluster, &out, NOT_FOUND, &what);
+            assert!(
+                stderr(&out).starts_with(&format!("error: node {NODE}: ")),
+                "{}: `slurm {what}`: {}",
+                cluster.source,
+                stderr(&out)
+            );
+            let outcome: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+                panic!(
+                    "{}: `slurm {what}` printed no JSON ({e}): {}",
+                    cluster.source,
+                    stdout(&out)
+                )
+            });
+            assert_eq!(outcome[0]["node"], NODE, "{outcome}");
+            assert_eq!(outcome[0]["action"], args[1], "{outcome}");
+            assert_eq!(outcome[0]["ok"], false, "{outcome}");
+            assert!(
+                outcome[0]["error"]
+                    .as_str()
+                    .is_some_and(|e| e.contains(NODE)),
+                "{}: {outcome}",
+                cluster.source
+            );
+        }
+        // The table form says the same on stderr and prints no success line.
+        let out = slurm(&cluster, &["nodes", "drain", NODE, "--reason", "cli test"]);
+        assert_code(&cluster, &out, NOT_FOUND, "nodes drain (table)");
+        assert_eq!(stdout(&out), "", "{}", cluster.source);
+    }
+}
+
+#[test]
+fn unknown_partition_exits_4_on_show_and_1_on_submit_naming_it() {
+    const PARTITION: &str = "no-such-partition";
+    for cluster in common::clusters() {
+        for args in [
+            &["partitions", "show", PARTITION][..],
+            &["partitions", "show", PARTITION, "-o", "json"],
+        ] {
+            let out = slurm(&cluster, args);
+            assert_code(&cluster, &out, NOT_FOUND, &args.join(" "));
+            assert!(
+                stderr(&out).starts_with(&format!("error: partition {PARTITION}: ")),
+                "{}: {}",
+                cluster.source,
+                stderr(&out)
+            );
+            assert_eq!(stdout(&out), "", "nothing half-printed on stdout");
+        }
+
+        // Slurm rejects the job (24.11: HTTP 500, 26.05: 422) without naming the partition;
+        // the tool names it.
+        let name = unique("cli-bad-partition");
+        let args = [
+            "jobs",
+            "submit",
+            "--wrap",
+            "true",
+            "--name",
+            &name,
+            "--time",
+            "1",
+            "--partition",
+            PARTITION,
+            "-o",
+            "json",
+        ];
+        let out = slurm(&cluster, &args);
+        assert_code(
+            &cluster,
+            &out,
+            REJECTED,
+            "jobs submit --partition no-such-partition",
+        );
+        assert!(
+            stderr(&out).starts_with(&format!("error: job submission (partition {PARTITION}): ")),
+            "{}: {}",
+            cluster.source,
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("  slurm: "),
+            "{}: Slurm's reason is shown: {}",
+            cluster.source,
+            stderr(&out)
+        );
+        assert_eq!(stdout(&out), "", "no SubmittedJob printed");
+        let list = json_ok(
+            &cluster,
+            &slurm(&cluster, &["jobs", "list", "--names", &name, "-o", "json"]),
+            "jobs list",
+        );
+        assert_eq!(
+            list,
+            Value::Array(vec![]),
+            "{}: no job queued",
+            cluster.source
+        );
     }
 }
 

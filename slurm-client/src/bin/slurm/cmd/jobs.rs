@@ -4,6 +4,7 @@
 use std::io::Read as _;
 use std::path::PathBuf;
 
+use anyhow::Context as _;
 use clap::Subcommand;
 use slurm_client::{Client, Job, JobQuery, JobState, JobSubmission, Limit, SubmittedJob};
 
@@ -429,7 +430,10 @@ async fn submit(ctx: &Context, client: &Client, mut args: SubmitArgs) -> anyhow:
     job.hold = args.hold;
     job.nice = args.nice;
 
-    let response = client.submit_job(&job).await?;
+    let response = client
+        .submit_job(&job)
+        .await
+        .with_context(|| submission(&job))?;
     output::warnings(&response.warnings);
     emit(ctx.output, &response.value, |s: &SubmittedJob| {
         let mut text = format!("Submitted job {}\n", s.job_id);
@@ -439,6 +443,26 @@ async fn submit(ctx: &Context, client: &Client, mut args: SubmitArgs) -> anyhow:
         }
         text
     })
+}
+
+/// What a rejected submission asked for: Slurm's reason ("Invalid partition name
+/// specified") does not say which name it means.
+fn submission(job: &JobSubmission) -> String {
+    let named = [
+        ("partition", &job.partition),
+        ("account", &job.account),
+        ("qos", &job.qos),
+        ("reservation", &job.reservation),
+    ];
+    let asked: Vec<String> = named
+        .iter()
+        .filter_map(|(what, name)| name.as_ref().map(|n| format!("{what} {n}")))
+        .collect();
+    if asked.is_empty() {
+        "job submission".into()
+    } else {
+        format!("job submission ({})", asked.join(", "))
+    }
 }
 
 fn read_script(path: &std::path::Path) -> anyhow::Result<String> {

@@ -1,5 +1,6 @@
 //! `slurm nodes …`: `sinfo -N`, `scontrol show node`, drain/resume/down.
 
+use anyhow::Context as _;
 use clap::Subcommand;
 use slurm_client::{Client, Node, NodeQuery};
 
@@ -64,7 +65,10 @@ pub async fn run(ctx: &Context, command: Option<NodesCommand>) -> anyhow::Result
     match command.unwrap_or(NodesCommand::List(ListArgs::default())) {
         NodesCommand::List(args) => list(ctx, &client, args).await,
         NodesCommand::Show { name } => {
-            let response = client.get_node(&name).await?;
+            let response = client
+                .get_node(&name)
+                .await
+                .with_context(|| format!("node {name}"))?;
             output::warnings(&response.warnings);
             emit(ctx.output, &response.value, show_node)
         }

@@ -1,5 +1,6 @@
 //! `slurm partitions …`: the queues (`sinfo -s`, `scontrol show partition`).
 
+use anyhow::Context as _;
 use clap::Subcommand;
 use slurm_client::Partition;
 
@@ -29,7 +30,10 @@ pub async fn run(ctx: &Context, command: Option<PartitionsCommand>) -> anyhow::R
             emit(ctx.output, &response.value.partitions, |p| table(p))
         }
         PartitionsCommand::Show { name } => {
-            let response = client.get_partition(&name).await?;
+            let response = client
+                .get_partition(&name)
+                .await
+                .with_context(|| format!("partition {name}"))?;
             output::warnings(&response.warnings);
             emit(ctx.output, &response.value, show)
         }
