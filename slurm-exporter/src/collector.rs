@@ -6,13 +6,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use bytes::Bytes;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
-use crate::render::{self, Rendered};
-use crate::snapshot::{Snapshot, SnapshotCell};
+use crate::family::Family;
+use crate::render;
+use crate::snapshot::{Fragment, Snapshot, SnapshotCell};
 use crate::sources::{Collected, Ctx, Failure, Source, SourceKind};
 use crate::status::{self, SourceStatus};
 
@@ -39,7 +39,7 @@ impl Store {
         &self,
         kind: SourceKind,
         duration: Duration,
-        outcome: Result<Option<(Rendered, usize)>, Failure>,
+        outcome: Result<Option<(Fragment, usize)>, Failure>,
     ) {
         let mut sources = self.sources.lock().unwrap_or_else(|p| p.into_inner());
         let Some(s) = sources.iter_mut().find(|s| s.kind == kind) else {
@@ -67,29 +67,11 @@ impl Store {
     }
 }
 
-/// Concatenates the sources' fragments and the self metrics into one snapshot.
+/// Lays the sources' fragments and the self metrics into one snapshot.
 fn assemble(sources: &[SourceStatus]) -> Snapshot {
-    let own = render::render(&status::families(sources));
-    let size: usize = sources
-        .iter()
-        .filter_map(|s| s.fragment.as_ref())
-        .map(|f| f.prometheus.len())
-        .sum::<usize>()
-        + own.prometheus.len();
-    let mut prometheus = String::with_capacity(size);
-    let mut openmetrics = String::with_capacity(size + size / 8);
-    for fragment in sources.iter().filter_map(|s| s.fragment.as_ref()) {
-        prometheus.push_str(&fragment.prometheus);
-        openmetrics.push_str(&fragment.openmetrics);
-    }
-    prometheus.push_str(&own.prometheus);
-    openmetrics.push_str(&own.openmetrics);
-    Snapshot {
-        prometheus: Bytes::from(prometheus),
-        openmetrics: Bytes::from(openmetrics),
-        built: Instant::now(),
-        built_at: SystemTime::now(),
-    }
+    let own = Fragment::new(render::render(&status::families(sources)));
+    let fragments = sources.iter().filter_map(|s| s.fragment.as_ref());
+    Snapshot::assemble(fragments.chain(std::iter::once(&own)))
 }
 
 /// Runs the collection loop until the returned set is dropped or aborted.
@@ -146,17 +128,25 @@ async fn run_source(
         let state = outcome.as_ref().map(|_| ()).map_err(Clone::clone);
         log_change(kind, previous.as_ref(), &state, duration);
         previous = Some(state);
-        let rendered = outcome.map(|collected| match collected {
-            Collected::Families(families) => {
-                let series = families.iter().map(|f| f.len()).sum();
-                Some((render::render(&families), series))
-            }
-            Collected::Unchanged => None,
-        });
+        let rendered = match outcome {
+            Ok(Collected::Families(families)) => Ok(Some(prepare(families).await)),
+            Ok(Collected::Unchanged) => Ok(None),
+            Err(failure) => Err(failure),
+        };
         store.record(kind, duration, rendered);
         // Skip ticks that came while collecting.
         tick.borrow_and_update();
     }
+}
+
+/// Renders and compresses a source's families (with its series count) on a blocking
+/// thread: for thousands of nodes that takes milliseconds, which scrapes must not wait for.
+async fn prepare(families: Vec<Family>) -> (Fragment, usize) {
+    let series = families.iter().map(Family::len).sum();
+    let fragment = tokio::task::spawn_blocking(move || Fragment::new(render::render(&families)))
+        .await
+        .expect("rendering does not panic");
+    (fragment, series)
 }
 
 /// Logs when a source's state changes (first result, failure, recovery), not on every
@@ -187,7 +177,6 @@ fn log_change(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::family::Family;
     use crate::sources::CollectFuture;
 
     /// A source that plays back a script of outcomes.

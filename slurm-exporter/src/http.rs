@@ -1,7 +1,8 @@
 //! The HTTP endpoint: `/metrics` from the snapshot, `/healthz`, `/readyz`.
 //!
 //! `/metrics` never talks to slurmrestd: it sends the pre-rendered bytes of the current
-//! snapshot plus one line computed per scrape (the snapshot's age).
+//! snapshot plus one line computed per scrape (the snapshot's age), gzip-compressed when
+//! the request accepts it (from the copy compressed with the snapshot, see [`crate::gzip`]).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use bytes::Bytes;
 
 use crate::auth::BasicAuth;
 use crate::collector::Store;
+use crate::encoding;
 use crate::family::Family;
 use crate::render;
 
@@ -91,26 +93,45 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let openmetrics = wants_openmetrics(accept);
+    let gzip = encoding::accepts_gzip(
+        headers
+            .get_all(header::ACCEPT_ENCODING)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+    );
 
     let tail = render::render(&[snapshot_age(snapshot.built.elapsed().as_secs_f64())]);
-    let (content_type, chunks) = if openmetrics {
+    let (content_type, body, compressed, tail) = if openmetrics {
         (
             OPENMETRICS_TEXT,
-            vec![
-                snapshot.openmetrics.clone(),
-                Bytes::from(tail.openmetrics + "# EOF\n"),
-            ],
+            &snapshot.openmetrics,
+            &snapshot.openmetrics_gzip,
+            tail.openmetrics + "# EOF\n",
         )
     } else {
         (
             PROMETHEUS_TEXT,
-            vec![snapshot.prometheus.clone(), Bytes::from(tail.prometheus)],
+            &snapshot.prometheus,
+            &snapshot.prometheus_gzip,
+            tail.prometheus,
         )
+    };
+    let chunks = if gzip {
+        compressed.finish(tail.as_bytes())
+    } else {
+        vec![body.clone(), Bytes::from(tail)]
     };
     let body = Body::from_stream(futures_util::stream::iter(
         chunks.into_iter().map(Ok::<Bytes, Infallible>),
     ));
-    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+    let mut response = ([(header::CONTENT_TYPE, content_type)], body).into_response();
+    let response_headers = response.headers_mut();
+    // Caches must key on Accept-Encoding whichever coding this answer has.
+    response_headers.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    if gzip {
+        response_headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    response
 }
 
 /// `slurm_exporter_snapshot_age_seconds`, the one family computed per scrape.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::family::Family;
-use crate::render::Rendered;
+use crate::snapshot::Fragment;
 use crate::sources::{Failure, SourceKind};
 
 /// The state of one source between collections.
@@ -12,8 +12,8 @@ use crate::sources::{Failure, SourceKind};
 pub struct SourceStatus {
     /// Which source.
     pub kind: SourceKind,
-    /// The families of its last successful collection, rendered.
-    pub fragment: Option<Rendered>,
+    /// The families of its last successful collection, rendered and compressed.
+    pub fragment: Option<Fragment>,
     /// Number of series in `fragment`.
     pub series: usize,
     /// Outcome of the last attempt: `None` before the first one.

@@ -1,6 +1,6 @@
-//! The HTTP side: TLS, basic auth, probes, readiness only after the first collection, and
-//! a slow slurmrestd (wiremock: a real one cannot be made slow on demand) hitting the
-//! source time limit.
+//! The HTTP side: TLS, basic auth, probes, readiness only after the first collection, gzip
+//! when the scraper accepts it, and a slow slurmrestd (wiremock: a real one cannot be made
+//! slow on demand) hitting the source time limit.
 
 mod common;
 
@@ -64,6 +64,90 @@ async fn tls_and_basic_auth_guard_metrics_but_not_probes() {
     let m = Metrics::parse_prometheus(&body);
     assert!(m.get("slurm_up", &[]).is_some());
     assert!(!exporter.logs().join("\n").contains("s3cret"));
+}
+
+/// The body without the one line computed per scrape (its value changes between scrapes).
+fn without_age(body: &[u8]) -> String {
+    String::from_utf8(body.to_vec())
+        .expect("UTF-8 body")
+        .lines()
+        .filter(|l| !l.starts_with("slurm_exporter_snapshot_age_seconds "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+fn gunzip(body: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    // A single-member decoder, as curl and some clients use.
+    flate2::read::GzDecoder::new(body)
+        .read_to_end(&mut out)
+        .expect("a valid gzip body");
+    out
+}
+
+#[tokio::test]
+async fn gzip_when_accepted_identity_otherwise() {
+    let c = clusters().remove(0);
+    // One collection only, so every scrape below serves the same snapshot.
+    let exporter = Exporter::start(
+        &c.exporter_env(),
+        &["--sources", "diag,nodes,partitions", "--interval", "1h"],
+    );
+    exporter.wait_ready().await;
+    for accept in ["text/plain", "application/openmetrics-text; version=1.0.0"] {
+        let identity = exporter.get_raw("/metrics", &[("Accept", accept)]).await;
+        assert_eq!(identity.0, 200);
+        assert!(identity.1.get("content-encoding").is_none(), "{accept}");
+        assert_eq!(identity.1["vary"], "Accept-Encoding");
+        let text = String::from_utf8(identity.2.clone()).unwrap();
+        assert!(
+            text.contains("\nslurm_exporter_snapshot_age_seconds "),
+            "{text}"
+        );
+        assert!(text.contains("slurm_up 1\n"), "{text}");
+        for encoding in ["gzip", "deflate, GZIP;q=0.5", "*", "br;q=1, x-gzip"] {
+            let (status, headers, body) = exporter
+                .get_raw(
+                    "/metrics",
+                    &[("Accept", accept), ("Accept-Encoding", encoding)],
+                )
+                .await;
+            assert_eq!(status, 200);
+            assert_eq!(headers["content-encoding"], "gzip", "{encoding}");
+            assert_eq!(headers["vary"], "Accept-Encoding");
+            assert_eq!(headers["content-type"], identity.1["content-type"]);
+            assert!(
+                body.len() < identity.2.len() / 3,
+                "{encoding}: {}",
+                body.len()
+            );
+            let plain = gunzip(&body);
+            assert_eq!(without_age(&plain), without_age(&identity.2), "{encoding}");
+            let age = String::from_utf8(plain).unwrap();
+            assert!(age.contains("\nslurm_exporter_snapshot_age_seconds "));
+            if accept.starts_with("application/openmetrics-text") {
+                assert!(age.ends_with("\n# EOF\n"), "{age}");
+            }
+        }
+        for encoding in [
+            "identity",
+            "gzip;q=0",
+            "*;q=0",
+            "br, deflate",
+            "*, gzip;q=0",
+        ] {
+            let (status, headers, body) = exporter
+                .get_raw(
+                    "/metrics",
+                    &[("Accept", accept), ("Accept-Encoding", encoding)],
+                )
+                .await;
+            assert_eq!(status, 200);
+            assert!(headers.get("content-encoding").is_none(), "{encoding}");
+            assert_eq!(without_age(&body), without_age(&identity.2), "{encoding}");
+        }
+    }
 }
 
 #[tokio::test]

@@ -220,6 +220,22 @@ impl Exporter {
         (status, ct, resp.text().await.unwrap())
     }
 
+    /// GETs a path; returns status, headers and the body as sent (not decompressed).
+    pub async fn get_raw(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+        let mut req = self.http.get(self.url(path));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.expect("request to the exporter");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        (status, headers, resp.bytes().await.unwrap().to_vec())
+    }
+
     /// Scrapes `/metrics` in the Prometheus text format and checks it.
     pub async fn scrape(&self) -> Metrics {
         let (status, ct, body) = self.get("/metrics", &[]).await;
