@@ -14,9 +14,87 @@ pub fn decode_jobs(version: ApiVersion, body: Vec<u8>) -> Result<Response<JobLis
     crate::ops::listing_from_body(version, &JobQuery::new(), body)
 }
 
-/// Just the decoding step of [`decode_jobs`], stopping at the version's generated
-/// `V004xOpenapiJobInfoResp` (boxed, so that this function is the same for every version).
+/// Just the decoding step of [`decode_jobs`], stopping at the version's generated types:
+/// the answer `V004xOpenapiJobInfoResp` and its jobs, decoded on several threads when the
+/// body is large, as `list_jobs` does (boxed, so that this function is the same for every
+/// version).
 pub fn decode_jobs_generated(
+    version: ApiVersion,
+    body: Vec<u8>,
+) -> Result<Response<Box<dyn Any>>, Error> {
+    fn read<
+        R: serde::de::DeserializeOwned + 'static,
+        I: serde::de::DeserializeOwned + Send + 'static,
+    >(
+        version: ApiVersion,
+        body: Vec<u8>,
+        take: fn(&mut R) -> Vec<I>,
+    ) -> Result<Response<Box<dyn Any>>, Error> {
+        let path = format!("/slurm/{version}/jobs/");
+        let (reply, jobs) = crate::parallel::read_listing(
+            &crate::Method::GET,
+            &path,
+            200,
+            body,
+            "jobs",
+            take,
+            |job: I| job,
+        )?;
+        Ok(Response::from(reply).map(|v| Box::new((v, jobs)) as Box<dyn Any>))
+    }
+    use crate::generated as g;
+    macro_rules! version {
+        ($m:ident, $resp:ident, $item:ty) => {
+            read::<g::$m::types::$resp, $item>(version, body, |r| {
+                r.jobs.take().map(Vec::from).unwrap_or_default()
+            })
+        };
+    }
+    #[allow(unreachable_patterns)]
+    match version {
+        #[cfg(feature = "v0_0_40")]
+        ApiVersion::V0_0_40 => version!(
+            v0_0_40,
+            V0040OpenapiJobInfoResp,
+            g::v0_0_40::types::V0040JobInfo
+        ),
+        #[cfg(feature = "v0_0_41")]
+        ApiVersion::V0_0_41 => version!(
+            v0_0_41,
+            V0041OpenapiJobInfoResp,
+            g::v0_0_41::types::V0041OpenapiJobInfoRespJobsItem
+        ),
+        #[cfg(feature = "v0_0_42")]
+        ApiVersion::V0_0_42 => version!(
+            v0_0_42,
+            V0042OpenapiJobInfoResp,
+            g::v0_0_42::types::V0042JobInfo
+        ),
+        #[cfg(feature = "v0_0_43")]
+        ApiVersion::V0_0_43 => version!(
+            v0_0_43,
+            V0043OpenapiJobInfoResp,
+            g::v0_0_43::types::V0043JobInfo
+        ),
+        #[cfg(feature = "v0_0_44")]
+        ApiVersion::V0_0_44 => version!(
+            v0_0_44,
+            V0044OpenapiJobInfoResp,
+            g::v0_0_44::types::V0044JobInfo
+        ),
+        #[cfg(feature = "v0_0_45")]
+        ApiVersion::V0_0_45 => version!(
+            v0_0_45,
+            V0045OpenapiJobInfoResp,
+            g::v0_0_45::types::V0045JobInfo
+        ),
+        other => Err(Error::unsupported("job listing", other, None)),
+    }
+}
+
+/// [`decode_jobs_generated`] on one thread: the whole body in one pass, as for any other
+/// answer (and as for a listing that is small or not pretty-printed).
+pub fn decode_jobs_generated_whole(
     version: ApiVersion,
     body: Vec<u8>,
 ) -> Result<Response<Box<dyn Any>>, Error> {
@@ -45,4 +123,9 @@ pub fn decode_jobs_generated(
         ApiVersion::V0_0_45 => read::<g::v0_0_45::types::V0045OpenapiJobInfoResp>(version, body),
         other => Err(Error::unsupported("job listing", other, None)),
     }
+}
+
+/// How many threads decode a large listing answer on this machine.
+pub fn decode_threads() -> usize {
+    crate::parallel::threads()
 }

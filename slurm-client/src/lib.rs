@@ -95,6 +95,7 @@ pub mod model;
 mod negotiate;
 mod nonfinite;
 mod ops;
+mod parallel;
 mod request;
 mod response;
 mod retry;

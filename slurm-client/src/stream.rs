@@ -15,7 +15,7 @@
 //! element, only in an element that fails to decode, as the buffered path does for a body.
 
 mod item;
-mod split;
+pub(crate) mod split;
 
 use std::time::Instant;
 

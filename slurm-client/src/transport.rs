@@ -48,7 +48,16 @@ pub(crate) async fn execute<T: DeserializeOwned>(
     inner: &Inner,
     request: &Request,
 ) -> Result<Reply<T>, Error> {
-    let once = || attempt(inner, request);
+    execute_with(inner, request, read_answer::<T>).await
+}
+
+/// [`execute`] with another way of reading the answer than [`read_answer`].
+pub(crate) async fn execute_with<X>(
+    inner: &Inner,
+    request: &Request,
+    read: impl Fn(&Method, &str, u16, Vec<u8>) -> Result<X, Error>,
+) -> Result<X, Error> {
+    let once = || attempt(inner, request, &read);
     if !request.idempotent || inner.retry.retries() == 0 {
         return once().await;
     }
@@ -59,7 +68,11 @@ pub(crate) async fn execute<T: DeserializeOwned>(
         .await
 }
 
-async fn attempt<T: DeserializeOwned>(inner: &Inner, request: &Request) -> Result<Reply<T>, Error> {
+async fn attempt<X>(
+    inner: &Inner,
+    request: &Request,
+    read: &impl Fn(&Method, &str, u16, Vec<u8>) -> Result<X, Error>,
+) -> Result<X, Error> {
     let started = Instant::now();
     let response = send(inner, request).await?;
     let status = response.status().as_u16();
@@ -77,7 +90,7 @@ async fn attempt<T: DeserializeOwned>(inner: &Inner, request: &Request) -> Resul
         elapsed_ms = started.elapsed().as_millis() as u64,
         "slurmrestd answered"
     );
-    read_answer(&request.method, &request.path, status, body)
+    read(&request.method, &request.path, status, body)
 }
 
 /// Sends `request` once (token, user name, timeout) and returns the answer with its body

@@ -9,6 +9,11 @@ impl Client {
     /// With [`JobQuery::update_time`] set, slurmctld answers with every job if anything
     /// changed since then, and with none ([`JobList::unchanged`]) otherwise — the cheap way
     /// to poll; see also [`JobTracker`](crate::JobTracker).
+    ///
+    /// A large answer (slurmrestd sends about 8 KiB per job) is decoded on up to one thread
+    /// per core (at most 8): the task's own and short-lived scoped threads, which are gone
+    /// when this returns. For a listing that is only aggregated, [`Client::for_each_job`]
+    /// holds one job at a time instead of all of them.
     pub async fn list_jobs(&self, query: &JobQuery) -> Result<Response<JobList>, Error> {
         let request = listing_request(self, query).await?;
         let response = dispatch!(self, "job listing", list(self, request))?;
@@ -240,7 +245,27 @@ macro_rules! jobs_version {
             client: &Client,
             request: Request,
         ) -> Result<Response<JobList>, Error> {
-            Ok(client.request::<JobsResp>(request).await?.map(job_list))
+            let (reply, jobs) =
+                crate::transport::execute_with(client.inner(), &request, read_jobs).await?;
+            Ok(Response::from(reply).map(|r| job_list(r, jobs)))
+        }
+
+        /// A listing answer, its jobs decoded on several threads when it is large.
+        fn read_jobs(
+            method: &crate::Method,
+            path: &str,
+            status: u16,
+            body: Vec<u8>,
+        ) -> Result<(crate::transport::Reply<JobsResp>, Vec<Job>), Error> {
+            crate::parallel::read_listing(
+                method,
+                path,
+                status,
+                body,
+                "jobs",
+                |r: &mut JobsResp| r.jobs.take().map(Vec::<JobItem>::from).unwrap_or_default(),
+                job,
+            )
         }
 
         pub(super) async fn stream(
@@ -255,27 +280,21 @@ macro_rules! jobs_version {
                 &mut |item| each(job(item)),
             )
             .await?;
-            Ok(Response::from(reply).map(job_list))
+            Ok(Response::from(reply).map(|r| job_list(r, Vec::new())))
         }
 
         pub(super) fn list_from_body(
             path: &str,
             body: Vec<u8>,
         ) -> Result<Response<JobList>, Error> {
-            let reply =
-                crate::transport::read_answer::<JobsResp>(&crate::Method::GET, path, 200, body)?;
-            Ok(Response::from(reply).map(job_list))
+            let (reply, jobs) = read_jobs(&crate::Method::GET, path, 200, body)?;
+            Ok(Response::from(reply).map(|r| job_list(r, jobs)))
         }
 
-        fn job_list(r: JobsResp) -> JobList {
+        /// The listing `r` with `jobs`, its jobs already converted.
+        fn job_list(r: JobsResp, jobs: Vec<Job>) -> JobList {
             JobList {
-                jobs: r
-                    .jobs
-                    .map(Vec::<JobItem>::from)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(job)
-                    .collect(),
+                jobs,
                 last_update: epoch(noval!(r.last_update).value()),
                 last_backfill: epoch(noval!(r.last_backfill).value()),
                 unchanged: false,

@@ -33,6 +33,8 @@ pub(crate) struct Split {
     comma: bool,
     items: usize,
     bytes: u64,
+    /// Where the streamed array's `[` is in the body.
+    array_at: Option<u64>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -90,7 +92,13 @@ impl Split {
             comma: false,
             items: 0,
             bytes: 0,
+            array_at: None,
         }
+    }
+
+    /// The offset in the body of the streamed array's `[`, once it was fed.
+    pub fn array_start(&self) -> Option<u64> {
+        self.array_at
     }
 
     /// Elements handed out so far.
@@ -125,7 +133,12 @@ impl Split {
                         self.key_text = Some(Vec::new());
                     }
                 }
-                b'{' | b'[' => self.open(b),
+                b'{' | b'[' => {
+                    self.open(b);
+                    if self.array == Array::Inside && self.array_at.is_none() {
+                        self.array_at = Some(self.bytes - chunk.len() as u64 + i as u64 - 1);
+                    }
+                }
                 b'}' | b']' => {
                     if self.array == Array::Inside && self.depth == 2 && b == b']' {
                         self.end_item(&mut each, true)?;
@@ -310,7 +323,15 @@ mod tests {
                 items.push(String::from_utf8(item.to_vec()).unwrap().trim().to_string())
             })?;
         }
+        let at = split.array_start();
         let rest = split.finish()?;
+        if let Some(at) = at {
+            assert_eq!(
+                &body[at as usize..at as usize + 1],
+                "[",
+                "array_start of {body}"
+            );
+        }
         Ok((items, String::from_utf8(rest).unwrap()))
     }
 
