@@ -19,7 +19,6 @@
 //! `slurmrestd answered` debug event (`bytes`, `elapsed_ms`); decoding time is the call's
 //! time minus the time until the body had arrived (millisecond resolution).
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -57,14 +56,12 @@ fn main() {
 }
 
 async fn run(env_file: &Path, wanted: usize, cleanup: bool) -> Result<(), slurm_client::Error> {
-    let vars = read_env_file(env_file);
-    let var = |key: &str| vars.get(key).map(String::as_str).filter(|v| !v.is_empty());
-    let url = var("SLURM_REST_URL")
-        .unwrap_or_else(|| panic!("{} has no SLURM_REST_URL", env_file.display()));
+    let cluster = test_support::Cluster::load(env_file);
+    let url = cluster.url();
     let mut builder = ClientBuilder::new(url)
         .request_timeout(Duration::from_secs(300))
-        .user_name(var("SLURM_USER_NAME").unwrap_or("root"));
-    if let Some(jwt) = var("SLURM_JWT") {
+        .user_name(cluster.user());
+    if let Some(jwt) = cluster.opt("SLURM_JWT") {
         builder = builder.token(StaticToken::new(jwt.to_string()));
     }
     let client = builder.build()?;
@@ -332,24 +329,4 @@ async fn cancel(client: &Client, ids: &[u32]) {
         "cancelled {} jobs this run submitted ({failed} failed)",
         ids.len() - failed
     );
-}
-
-/// Reads shell-style `KEY=value` lines (optional `export`, optional quotes, `#` comments).
-fn read_env_file(path: &Path) -> HashMap<String, String> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .filter_map(|l| l.strip_prefix("export ").unwrap_or(l).split_once('='))
-        .map(|(k, v)| {
-            let v = v.trim();
-            let v = v
-                .strip_prefix('"')
-                .and_then(|v| v.strip_suffix('"'))
-                .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-                .unwrap_or(v);
-            (k.trim().to_string(), v.to_string())
-        })
-        .collect()
 }

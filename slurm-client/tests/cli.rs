@@ -369,7 +369,7 @@ fn partitions_reservations_licenses_and_diag() {
 fn accounting_lists_and_job_history() {
     for cluster in common::clusters()
         .into_iter()
-        .filter(Cluster::has_accounting)
+        .filter(|c| c.has_accounting())
     {
         let names = |what: &str, key: &str| -> Vec<String> {
             let list = json_ok(&cluster, &slurm(&cluster, &[what, "-o", "json"]), what);
@@ -453,24 +453,37 @@ fn unknown_job_exits_4() {
     }
 }
 
+/// Runs `slurm ARGS`, which must exit with `code` and name `what` (e.g. `node x`) first on
+/// stderr.
+fn fails_naming(cluster: &Cluster, args: &[&str], code: i32, what: &str) -> Output {
+    let out = slurm(cluster, args);
+    let command = args.join(" ");
+    assert_code(cluster, &out, code, &command);
+    assert!(
+        stderr(&out).starts_with(&format!("error: {what}: ")),
+        "{}: `slurm {command}` should name {what}: {}",
+        cluster.source,
+        stderr(&out)
+    );
+    out
+}
+
+/// Like [`fails_naming`] for a `show` command, as a table and as JSON: nothing is
+/// half-printed on stdout.
+fn show_fails_naming(cluster: &Cluster, args: &[&str], what: &str) {
+    let json = [args, &["-o", "json"]].concat();
+    for args in [args, &json] {
+        let out = fails_naming(cluster, args, NOT_FOUND, what);
+        assert_eq!(stdout(&out), "", "{}: {}", cluster.source, args.join(" "));
+    }
+}
+
 #[test]
 fn unknown_node_exits_4_naming_it() {
     const NODE: &str = "no-such-node";
+    let what = format!("node {NODE}");
     for cluster in common::clusters() {
-        for args in [
-            &["nodes", "show", NODE][..],
-            &["nodes", "show", NODE, "-o", "json"],
-        ] {
-            let out = slurm(&cluster, args);
-            assert_code(&cluster, &out, NOT_FOUND, &args.join(" "));
-            assert!(
-                stderr(&out).starts_with(&format!("error: node {NODE}: ")),
-                "{}: {}",
-                cluster.source,
-                stderr(&out)
-            );
-            assert_eq!(stdout(&out), "", "nothing half-printed on stdout");
-        }
+        show_fails_naming(&cluster, &["nodes", "show", NODE], &what);
 
         // Actions on several nodes report one outcome per node, in JSON too.
         for args in [
@@ -478,19 +491,12 @@ fn unknown_node_exits_4_naming_it() {
             &["nodes", "resume", NODE, "-o", "json"],
             &["nodes", "down", NODE, "--reason", "cli test", "-o", "json"],
         ] {
-            let out = slurm(&cluster, args);
-            let what = args.join(" ");
-            assert_code(&cluster, &out, NOT_FOUND, &what);
-            assert!(
-                stderr(&out).starts_with(&format!("error: node {NODE}: ")),
-                "{}: `slurm {what}`: {}",
-                cluster.source,
-                stderr(&out)
-            );
+            let out = fails_naming(&cluster, args, NOT_FOUND, &what);
             let outcome: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
                 panic!(
-                    "{}: `slurm {what}` printed no JSON ({e}): {}",
+                    "{}: `slurm {}` printed no JSON ({e}): {}",
                     cluster.source,
+                    args.join(" "),
                     stdout(&out)
                 )
             });
@@ -505,9 +511,9 @@ fn unknown_node_exits_4_naming_it() {
                 cluster.source
             );
         }
-        // The table form says the same on stderr and prints no success line.
-        let out = slurm(&cluster, &["nodes", "drain", NODE, "--reason", "cli test"]);
-        assert_code(&cluster, &out, NOT_FOUND, "nodes drain (table)");
+        // The table form prints no success line.
+        let args = ["nodes", "drain", NODE, "--reason", "cli test"];
+        let out = fails_naming(&cluster, &args, NOT_FOUND, &what);
         assert_eq!(stdout(&out), "", "{}", cluster.source);
     }
 }
@@ -516,20 +522,8 @@ fn unknown_node_exits_4_naming_it() {
 fn unknown_partition_exits_4_on_show_and_1_on_submit_naming_it() {
     const PARTITION: &str = "no-such-partition";
     for cluster in common::clusters() {
-        for args in [
-            &["partitions", "show", PARTITION][..],
-            &["partitions", "show", PARTITION, "-o", "json"],
-        ] {
-            let out = slurm(&cluster, args);
-            assert_code(&cluster, &out, NOT_FOUND, &args.join(" "));
-            assert!(
-                stderr(&out).starts_with(&format!("error: partition {PARTITION}: ")),
-                "{}: {}",
-                cluster.source,
-                stderr(&out)
-            );
-            assert_eq!(stdout(&out), "", "nothing half-printed on stdout");
-        }
+        let what = format!("partition {PARTITION}");
+        show_fails_naming(&cluster, &["partitions", "show", PARTITION], &what);
 
         // Slurm rejects the job (24.11: HTTP 500, 26.05: 422) without naming the partition;
         // the tool names it.
@@ -548,19 +542,8 @@ fn unknown_partition_exits_4_on_show_and_1_on_submit_naming_it() {
             "-o",
             "json",
         ];
-        let out = slurm(&cluster, &args);
-        assert_code(
-            &cluster,
-            &out,
-            REJECTED,
-            "jobs submit --partition no-such-partition",
-        );
-        assert!(
-            stderr(&out).starts_with(&format!("error: job submission (partition {PARTITION}): ")),
-            "{}: {}",
-            cluster.source,
-            stderr(&out)
-        );
+        let what = format!("job submission (partition {PARTITION})");
+        let out = fails_naming(&cluster, &args, REJECTED, &what);
         assert!(
             stderr(&out).contains("  slurm: "),
             "{}: Slurm's reason is shown: {}",

@@ -4,12 +4,13 @@
 //! does not match, bodies cut short, resets, gateway errors) give clear errors. Served by
 //! wiremock or a raw TCP listener on 127.0.0.1.
 
+mod common;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
+use common::loopback::{Raw, answer, fast_retries, raw_server};
 use slurm_client::{ApiVersion, Client, Error, Job, JobQuery, RetryPolicy, StaticToken};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -24,14 +25,6 @@ fn client(url: &str, version: ApiVersion, retry: RetryPolicy) -> Client {
         .request_timeout(Duration::from_secs(5))
         .build()
         .unwrap()
-}
-
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy::default()
-        .max_retries(3)
-        .min_delay(Duration::from_millis(5))
-        .max_delay(Duration::from_millis(20))
-        .jitter(false)
 }
 
 /// Streams a listing into a `Vec`, returning it with the outcome.
@@ -229,50 +222,6 @@ async fn error_statuses_are_classified_and_gateway_errors_retried() {
         .filter(|r| r.url.path() == JOBS)
         .count();
     assert_eq!(jobs_requests, 3);
-}
-
-/// Serves each connection with the next canned answer (whole or cut), then stops.
-async fn raw_server(actions: Vec<Raw>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        for action in actions {
-            let Ok((mut stream, _)) = listener.accept().await else {
-                return;
-            };
-            let mut buf = vec![0u8; 8192];
-            let _ = stream.read(&mut buf).await;
-            match action {
-                Raw::Reset => {
-                    #[allow(deprecated)]
-                    stream.set_linger(Some(Duration::ZERO)).unwrap();
-                    drop(stream);
-                }
-                Raw::Send(bytes) => {
-                    let _ = stream.write_all(&bytes).await;
-                    let _ = stream.shutdown().await;
-                }
-            }
-        }
-    });
-    format!("http://{addr}")
-}
-
-enum Raw {
-    Reset,
-    Send(Vec<u8>),
-}
-
-/// An answer with `body`; `length` is the promised content length (`None`: none, the close
-/// ends the body).
-fn answer(body: &str, length: Option<usize>) -> Raw {
-    let length = length.map_or(String::new(), |n| format!("content-length: {n}\r\n"));
-    Raw::Send(
-        format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{length}connection: close\r\n\r\n{body}"
-        )
-        .into_bytes(),
-    )
 }
 
 fn listing(jobs: usize) -> String {

@@ -15,7 +15,6 @@ mod decoders;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use decoders::replay::Replay;
 use decoders::{Fixture, RECORDED, decoder, decoders, fixtures, neutral};
 use serde_json::{Value, json};
 
@@ -321,13 +320,9 @@ async fn mutated_responses_never_panic_the_neutral_operations() {
     let mut failures = Vec::new();
     let mut total = 0;
     for (release, version) in RECORDED {
-        if decoders(version).is_none() {
+        let Some((fixtures, replay, client)) = neutral::serve(release, version) else {
             continue;
-        }
-        let fixtures = fixtures(release, version);
-        let replay = Replay::start();
-        neutral::serve_all(&replay, &fixtures);
-        let client = neutral::client(&replay, version);
+        };
         for fixture in &fixtures {
             if neutral::call(&client, &fixture.name, release)
                 .await

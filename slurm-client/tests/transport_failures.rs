@@ -2,22 +2,15 @@
 //! cut-short bodies and reset connections. Served by wiremock or a raw TCP listener on
 //! 127.0.0.1.
 
+mod common;
+
 use std::time::Duration;
 
+use common::loopback::{Raw, answer, fast_retries, raw_server};
 use serde_json::{Value, json};
 use slurm_client::{Client, Error, Request, RetryPolicy, StaticToken};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
-
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy::default()
-        .max_retries(3)
-        .min_delay(Duration::from_millis(5))
-        .max_delay(Duration::from_millis(20))
-        .jitter(false)
-}
 
 fn client(url: &str, retry: RetryPolicy) -> Client {
     Client::builder(url)
@@ -145,50 +138,9 @@ async fn slow_answer_is_a_timeout() {
     assert_eq!(err.label(), "timeout", "{err}");
 }
 
-/// Serves each connection with the next canned action, then stops.
-async fn raw_server(actions: Vec<RawAction>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        for action in actions {
-            let Ok((mut stream, _)) = listener.accept().await else {
-                return;
-            };
-            let mut buf = vec![0u8; 8192];
-            let _ = stream.read(&mut buf).await;
-            match action {
-                RawAction::Reset => {
-                    // Linger 0 makes the close an RST; with zero it does not block.
-                    #[allow(deprecated)]
-                    stream.set_linger(Some(Duration::ZERO)).unwrap();
-                    drop(stream);
-                }
-                RawAction::Send(bytes) => {
-                    let _ = stream.write_all(&bytes).await;
-                    let _ = stream.shutdown().await;
-                }
-            }
-        }
-    });
-    format!("http://{addr}")
-}
-
-enum RawAction {
-    Reset,
-    Send(Vec<u8>),
-}
-
-fn http_ok(body: &str) -> Vec<u8> {
-    format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .into_bytes()
-}
-
 #[tokio::test]
 async fn connection_reset_is_a_transport_error() {
-    let url = raw_server(vec![RawAction::Reset]).await;
+    let url = raw_server(vec![Raw::Reset]).await;
     let err = client(&url, RetryPolicy::none())
         .request::<Value>(Request::get("/slurm/v0.0.42/ping"))
         .await
@@ -199,7 +151,7 @@ async fn connection_reset_is_a_transport_error() {
 #[tokio::test]
 async fn connection_reset_is_retried_for_idempotent_requests() {
     let body = ok_body().to_string();
-    let url = raw_server(vec![RawAction::Reset, RawAction::Send(http_ok(&body))]).await;
+    let url = raw_server(vec![Raw::Reset, answer(&body, Some(body.len()))]).await;
     let response = client(&url, fast_retries())
         .request::<Value>(Request::get("/slurm/v0.0.42/ping"))
         .await
@@ -212,7 +164,7 @@ async fn body_cut_short_is_a_transport_error() {
     // Promises 500 bytes, sends 30, closes.
     let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n";
     let bytes = format!("{head}{{\"jobs\": [{{\"job_id\": 1}}, {{\"jo").into_bytes();
-    let url = raw_server(vec![RawAction::Send(bytes)]).await;
+    let url = raw_server(vec![Raw::Send(bytes)]).await;
     let err = client(&url, RetryPolicy::none())
         .request::<Value>(Request::get("/slurm/v0.0.42/jobs"))
         .await
@@ -224,7 +176,7 @@ async fn body_cut_short_is_a_transport_error() {
 async fn body_cut_short_without_length_is_a_decode_error() {
     // No content-length: the close looks like a normal end, so the JSON is what breaks.
     let bytes = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{\"jobs\": [{\"job_id\": 1}, {\"jo".to_vec();
-    let url = raw_server(vec![RawAction::Send(bytes)]).await;
+    let url = raw_server(vec![Raw::Send(bytes)]).await;
     let err = client(&url, RetryPolicy::none())
         .request::<Value>(Request::get("/slurm/v0.0.42/jobs"))
         .await

@@ -7,7 +7,7 @@ use slurm_client::model::{AssociationQuery, JobQuery, JobRecordQuery, NodeQuery,
 use slurm_client::{ApiVersion, Client, Error, Response, RetryPolicy, StaticToken};
 
 use super::replay::Replay;
-use super::{Fixture, recorded_jobs};
+use super::{Fixture, decoders, fixtures, recorded_jobs};
 
 /// A client for `replay`, pinned to `version`, that never retries.
 pub fn client(replay: &Replay, version: &str) -> Client {
@@ -18,6 +18,20 @@ pub fn client(replay: &Replay, version: &str) -> Client {
         .retry_policy(RetryPolicy::none())
         .build()
         .expect("client")
+}
+
+/// Every fixture of a recorded (release, version), served by a new [`Replay`], and a client
+/// for it; `None` when the version's cargo feature is off.
+pub fn serve(
+    release: &'static str,
+    version: &'static str,
+) -> Option<(Vec<Fixture>, Replay, Client)> {
+    decoders(version)?;
+    let fixtures = fixtures(release, version);
+    let replay = Replay::start();
+    serve_all(&replay, &fixtures);
+    let client = client(&replay, version);
+    Some((fixtures, replay, client))
 }
 
 /// Serves every fixture at the path it was recorded from.

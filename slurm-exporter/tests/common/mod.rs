@@ -1,15 +1,17 @@
 //! Shared pieces of the exporter's integration tests: the real clusters, the exporter
 //! binary, scrapes checked by a real text-format parser, and a TCP proxy.
 //!
-//! Clusters, first match wins: `SLURM_TEST_ENV_FILES` (colon-separated env files, what
-//! `cargo xtask test` sets), `SLURM_TEST_ENV` (one file), every
-//! `/run/slurm-dev/*/cluster.env` (`cargo xtask slurm up`). With none the tests fail.
+//! Clusters come from `test-support`, first match wins: `SLURM_TEST_ENV_FILES`
+//! (colon-separated env files, what `cargo xtask test` sets), `SLURM_TEST_ENV` (one file),
+//! `SLURM_REST_URL` with `SLURM_JWT`, every `/run/slurm-dev/*/cluster.env` (`cargo xtask
+//! slurm up`). With none the tests fail.
 
 #![allow(dead_code)]
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::ops::Deref;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -17,35 +19,23 @@ use std::time::{Duration, Instant};
 
 use slurm_client::{Client, ClientBuilder, StaticToken};
 
-/// One cluster's settings (from its env file).
+/// One cluster's settings (`source`, `var`, `opt`, `has_accounting`, … of
+/// [`test_support::Cluster`]) and what the exporter's tests need of them.
 #[derive(Debug, Clone)]
-pub struct Cluster {
-    pub source: String,
-    pub vars: HashMap<String, String>,
+pub struct Cluster(test_support::Cluster);
+
+impl Deref for Cluster {
+    type Target = test_support::Cluster;
+
+    fn deref(&self) -> &test_support::Cluster {
+        &self.0
+    }
 }
 
 impl Cluster {
-    pub fn var(&self, key: &str) -> &str {
-        self.vars
-            .get(key)
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| panic!("cluster {} has no {key}", self.source))
-    }
-
-    pub fn opt(&self, key: &str) -> Option<&str> {
-        self.vars
-            .get(key)
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
-    }
-
+    /// `24.11`, `26.05`, … (`?` when unknown), for labels and messages.
     pub fn release(&self) -> &str {
-        self.opt("SLURM_RELEASE").unwrap_or("?")
-    }
-
-    pub fn has_accounting(&self) -> bool {
-        self.opt("SLURM_ACCOUNTING") == Some("1")
+        self.0.release().unwrap_or("?")
     }
 
     /// The cluster's variables the exporter understands (URL, token, user).
@@ -58,16 +48,16 @@ impl Cluster {
 
     /// A client with the root token, for setting up and checking.
     pub fn client(&self) -> Client {
-        ClientBuilder::new(self.var("SLURM_REST_URL"))
-            .token(StaticToken::new(self.var("SLURM_JWT").to_string()))
-            .user_name(self.opt("SLURM_USER_NAME").unwrap_or("root"))
+        ClientBuilder::new(self.url())
+            .token(StaticToken::new(self.jwt().to_string()))
+            .user_name(self.user())
             .build()
             .expect("client for the test cluster")
     }
 
     /// The TCP port slurmrestd is reachable on.
     pub fn rest_addr(&self) -> SocketAddr {
-        let url = self.var("SLURM_REST_URL");
+        let url = self.url();
         let hostport = url
             .trim_start_matches("http://")
             .trim_end_matches('/')
@@ -80,51 +70,7 @@ impl Cluster {
 
 /// Every cluster to test against; panics with instructions when there is none.
 pub fn clusters() -> Vec<Cluster> {
-    let files: Vec<String> = if let Ok(list) = std::env::var("SLURM_TEST_ENV_FILES") {
-        list.split(':')
-            .filter(|p| !p.is_empty())
-            .map(String::from)
-            .collect()
-    } else if let Ok(one) = std::env::var("SLURM_TEST_ENV") {
-        vec![one]
-    } else {
-        let mut found: Vec<String> = std::fs::read_dir("/run/slurm-dev")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path().join("cluster.env"))
-            .filter(|p| p.is_file())
-            .map(|p| p.display().to_string())
-            .collect();
-        found.sort();
-        found
-    };
-    assert!(
-        !files.is_empty(),
-        "no Slurm cluster for the exporter's integration tests: start one with \
-         `cargo xtask slurm up --release 24.11 --accounting` (or 26.05), or set \
-         SLURM_TEST_ENV=/path/to/cluster.env"
-    );
-    files.iter().map(|f| load(Path::new(f))).collect()
-}
-
-fn load(path: &Path) -> Cluster {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read cluster env file {}: {e}", path.display()));
-    let vars = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .filter_map(|l| l.strip_prefix("export ").unwrap_or(l).split_once('='))
-        .map(|(k, v)| {
-            let v = v.trim().trim_matches('"').trim_matches('\'');
-            (k.trim().to_string(), v.to_string())
-        })
-        .collect();
-    Cluster {
-        source: path.display().to_string(),
-        vars,
-    }
+    test_support::clusters().into_iter().map(Cluster).collect()
 }
 
 /// A running exporter process; killed on drop.

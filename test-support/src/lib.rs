@@ -1,0 +1,8 @@
+//! What the workspace's integration tests and benchmarks share (a dev-dependency only):
+//! the local Slurm clusters, read from the env files `cargo xtask slurm up` writes.
+
+mod cluster;
+mod env_file;
+
+pub use cluster::{Cluster, clusters};
+pub use env_file::read_env_file;
