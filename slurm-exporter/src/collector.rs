@@ -82,22 +82,17 @@ pub fn spawn(
     store: Arc<Store>,
 ) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
-    let (tick, _) = watch::channel(0u64);
+    // Each tick carries the context of one collection.
+    let (tick, _) = watch::channel(ctx.clone());
     for (source, limit) in sources {
-        tasks.spawn(run_source(
-            source,
-            limit,
-            ctx.clone(),
-            tick.subscribe(),
-            store.clone(),
-        ));
+        tasks.spawn(run_source(source, limit, tick.subscribe(), store.clone()));
     }
     tasks.spawn(async move {
         let mut ticker = tokio::time::interval(interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticker.tick().await;
-            tick.send_modify(|n| *n += 1);
+            tick.send_replace(ctx.next_collection());
         }
     });
     tasks
@@ -105,17 +100,18 @@ pub fn spawn(
 
 /// One source's task: waits for a tick, collects within its time limit, records the
 /// outcome. A tick that arrives while the source is still collecting is skipped, so a
-/// source never runs twice at once nor more often than once per interval.
+/// source never runs twice at once nor more often than once per interval; it joins the
+/// collection of the latest tick.
 async fn run_source(
     mut source: Box<dyn Source>,
     limit: Duration,
-    ctx: Ctx,
-    mut tick: watch::Receiver<u64>,
+    mut tick: watch::Receiver<Ctx>,
     store: Arc<Store>,
 ) {
     let kind = source.kind();
     let mut previous: Option<Result<(), Failure>> = None;
     while tick.changed().await.is_ok() {
+        let ctx = tick.borrow_and_update().clone();
         let started = Instant::now();
         let outcome = match tokio::time::timeout(limit, source.collect(&ctx)).await {
             Ok(result) => result,

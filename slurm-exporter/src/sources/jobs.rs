@@ -59,18 +59,14 @@ async fn fetch(
 }
 
 /// Every partition's name, so that partitions without jobs report 0 pending jobs and a
-/// largest request of 0 (an autoscaler needs a 0, not a missing series). Asked only when
-/// the jobs changed; on failure the partitions that have jobs are still reported.
+/// largest request of 0 (an autoscaler needs a 0, not a missing series). Needed only when
+/// the jobs changed, and shared with the partitions source; on failure the partitions that
+/// have jobs are still reported.
 async fn partition_names(ctx: &Ctx) -> Vec<String> {
-    match ctx.call(ctx.client.list_partitions(None)).await {
-        Ok(list) => list
-            .into_value()
-            .partitions
-            .into_iter()
-            .map(|p| p.name)
-            .collect(),
+    match ctx.partitions().await {
+        Ok(partitions) => partitions.iter().map(|p| p.name.clone()).collect(),
         Err(e) => {
-            debug!(error = %e, "partition names unavailable");
+            debug!(error = %e.message, "partition names unavailable");
             Vec::new()
         }
     }

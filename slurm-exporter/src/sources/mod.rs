@@ -6,12 +6,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use clap::ValueEnum;
-use slurm_client::Client;
+use slurm_client::{Client, Partition};
 use tokio::sync::Semaphore;
 
 use crate::config::Config;
 use crate::family::Family;
 use refresh::Refresh;
+use shared::Shared;
 
 pub mod associations;
 pub mod diag;
@@ -24,6 +25,7 @@ pub mod partitions;
 pub mod qos;
 pub mod refresh;
 pub mod reservations;
+pub mod shared;
 pub mod shares;
 
 /// The sources, in the order their families appear in the output.
@@ -89,12 +91,14 @@ impl From<slurm_client::Error> for Failure {
     }
 }
 
-/// What every source gets: the client, and the cap on requests in flight.
+/// What every source gets: the client, the cap on requests in flight, and the listings
+/// shared by the sources of the same collection.
 #[derive(Clone, Debug)]
 pub struct Ctx {
     /// The slurmrestd client.
     pub client: Client,
     permits: Arc<Semaphore>,
+    shared: Arc<Shared>,
 }
 
 impl Ctx {
@@ -103,7 +107,21 @@ impl Ctx {
         Ctx {
             client,
             permits: Arc::new(Semaphore::new(max_in_flight)),
+            shared: Arc::default(),
         }
+    }
+
+    /// The context of the next collection: the same client and cap, nothing shared yet.
+    pub fn next_collection(&self) -> Ctx {
+        Ctx {
+            shared: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// Every partition, fetched once per collection.
+    pub async fn partitions(&self) -> Result<Arc<[Partition]>, Failure> {
+        self.shared.partitions(self).await
     }
 
     /// Runs one request (one client call) once a slot is free.

@@ -17,11 +17,8 @@ impl Source for Partitions {
 
     fn collect<'a>(&'a mut self, ctx: &'a Ctx) -> CollectFuture<'a> {
         Box::pin(async move {
-            let list = ctx
-                .call(ctx.client.list_partitions(None))
-                .await?
-                .into_value();
-            Ok(Collected::Families(families(&list.partitions)))
+            let partitions = ctx.partitions().await?;
+            Ok(Collected::Families(families(&partitions)))
         })
     }
 }
