@@ -315,4 +315,56 @@ mod tests {
         assert!(Plan::new(body.as_bytes(), "jobs", 4).is_some());
         assert!(read(body.into_bytes()).is_err());
     }
+
+    /// Every recorded job listing, its jobs repeated past a few runs, gives the same
+    /// `JobList` pretty-printed (decoded on threads) as compact (decoded whole).
+    #[test]
+    fn recorded_listings_are_the_same_on_threads() {
+        use crate::ApiVersion;
+        use crate::model::JobQuery;
+        let recorded = [
+            ("24.11", "v0.0.40"),
+            ("24.11", "v0.0.41"),
+            ("24.11", "v0.0.42"),
+            ("26.05", "v0.0.42"),
+            ("26.05", "v0.0.43"),
+            ("26.05", "v0.0.44"),
+            ("26.05", "v0.0.45"),
+        ];
+        let mut compared = 0;
+        for (release, version) in recorded {
+            let Ok(version) = version.parse::<ApiVersion>() else {
+                continue;
+            };
+            if !ApiVersion::compiled().contains(&version) {
+                continue;
+            }
+            let file = format!(
+                "{}/tests/fixtures/{release}/{version}/slurm_jobs.json",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let mut doc: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+            let jobs = doc["jobs"].as_array().unwrap().clone();
+            assert!(!jobs.is_empty(), "{file}");
+            doc["jobs"] = (0..300)
+                .map(|i| {
+                    let mut job = jobs[i % jobs.len()].clone();
+                    job["job_id"] = (1000 + i).into();
+                    job
+                })
+                .collect();
+            let pretty = serde_json::to_vec_pretty(&doc).unwrap();
+            let compact = serde_json::to_vec(&doc).unwrap();
+            assert!(Plan::new(&pretty, "jobs", 4).is_some(), "{file}");
+            assert!(Plan::new(&compact, "jobs", 4).is_none(), "{file}");
+            let query = JobQuery::new();
+            let threads = crate::ops::listing_from_body(version, &query, pretty).unwrap();
+            let whole = crate::ops::listing_from_body(version, &query, compact).unwrap();
+            assert_eq!(threads.value.jobs.len(), 300, "{file}");
+            assert_eq!(threads.value, whole.value, "{file}");
+            compared += 1;
+        }
+        assert!(compared > 0);
+    }
 }
