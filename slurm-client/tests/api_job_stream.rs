@@ -10,6 +10,7 @@ mod support;
 
 use std::time::Duration;
 
+use common::ClusterClient as _;
 use slurm_client::{Client, Job, JobQuery, StaticToken, StreamedJobs};
 use support::{Target, targets};
 

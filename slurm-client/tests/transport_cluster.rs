@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::Cluster;
+use common::{Cluster, ClusterClient as _};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use slurm_client::{

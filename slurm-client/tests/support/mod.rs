@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use slurm_client::{ApiVersion, Client, Job, JobState, JobSubmission};
 
-use crate::common::{self, Cluster};
+use crate::common::{self, Cluster, ClusterClient as _};
 
 /// One target: a cluster and a client pinned to one REST version it serves.
 pub struct Target {
