@@ -22,74 +22,7 @@ pub fn decode_jobs_generated(
     version: ApiVersion,
     body: Vec<u8>,
 ) -> Result<Response<Box<dyn Any>>, Error> {
-    fn read<
-        R: serde::de::DeserializeOwned + 'static,
-        I: serde::de::DeserializeOwned + Send + 'static,
-    >(
-        version: ApiVersion,
-        body: Vec<u8>,
-        take: fn(&mut R) -> Vec<I>,
-    ) -> Result<Response<Box<dyn Any>>, Error> {
-        let path = format!("/slurm/{version}/jobs/");
-        let (reply, jobs) = crate::parallel::read_listing(
-            &crate::Method::GET,
-            &path,
-            200,
-            body,
-            "jobs",
-            take,
-            |job: I| job,
-        )?;
-        Ok(Response::from(reply).map(|v| Box::new((v, jobs)) as Box<dyn Any>))
-    }
-    use crate::generated as g;
-    macro_rules! version {
-        ($m:ident, $resp:ident, $item:ty) => {
-            read::<g::$m::types::$resp, $item>(version, body, |r| {
-                r.jobs.take().map(Vec::from).unwrap_or_default()
-            })
-        };
-    }
-    #[allow(unreachable_patterns)]
-    match version {
-        #[cfg(feature = "v0_0_40")]
-        ApiVersion::V0_0_40 => version!(
-            v0_0_40,
-            V0040OpenapiJobInfoResp,
-            g::v0_0_40::types::V0040JobInfo
-        ),
-        #[cfg(feature = "v0_0_41")]
-        ApiVersion::V0_0_41 => version!(
-            v0_0_41,
-            V0041OpenapiJobInfoResp,
-            g::v0_0_41::types::V0041OpenapiJobInfoRespJobsItem
-        ),
-        #[cfg(feature = "v0_0_42")]
-        ApiVersion::V0_0_42 => version!(
-            v0_0_42,
-            V0042OpenapiJobInfoResp,
-            g::v0_0_42::types::V0042JobInfo
-        ),
-        #[cfg(feature = "v0_0_43")]
-        ApiVersion::V0_0_43 => version!(
-            v0_0_43,
-            V0043OpenapiJobInfoResp,
-            g::v0_0_43::types::V0043JobInfo
-        ),
-        #[cfg(feature = "v0_0_44")]
-        ApiVersion::V0_0_44 => version!(
-            v0_0_44,
-            V0044OpenapiJobInfoResp,
-            g::v0_0_44::types::V0044JobInfo
-        ),
-        #[cfg(feature = "v0_0_45")]
-        ApiVersion::V0_0_45 => version!(
-            v0_0_45,
-            V0045OpenapiJobInfoResp,
-            g::v0_0_45::types::V0045JobInfo
-        ),
-        other => Err(Error::unsupported("job listing", other, None)),
-    }
+    generated(version, body, false)
 }
 
 /// [`decode_jobs_generated`] on one thread: the whole body in one pass, as for any other
@@ -98,29 +31,59 @@ pub fn decode_jobs_generated_whole(
     version: ApiVersion,
     body: Vec<u8>,
 ) -> Result<Response<Box<dyn Any>>, Error> {
-    fn read<T: serde::de::DeserializeOwned + 'static>(
+    generated(version, body, true)
+}
+
+fn generated(
+    version: ApiVersion,
+    body: Vec<u8>,
+    whole: bool,
+) -> Result<Response<Box<dyn Any>>, Error> {
+    fn read<R, I>(
         version: ApiVersion,
         body: Vec<u8>,
-    ) -> Result<Response<Box<dyn Any>>, Error> {
-        let path = format!("/slurm/{version}/jobs/");
-        let reply = crate::transport::read_answer::<T>(&crate::Method::GET, &path, 200, body)?;
-        Ok(Response::from(reply).map(|v| Box::new(v) as Box<dyn Any>))
+        whole: bool,
+        take: fn(&mut R) -> Vec<I>,
+    ) -> Result<Response<Box<dyn Any>>, Error>
+    where
+        R: serde::de::DeserializeOwned + 'static,
+        I: serde::de::DeserializeOwned + Send + 'static,
+    {
+        let (method, path) = (&crate::Method::GET, format!("/slurm/{version}/jobs/"));
+        if whole {
+            let reply = crate::transport::read_answer::<R>(method, &path, 200, body)?;
+            return Ok(Response::from(reply).map(|v| Box::new(v) as Box<dyn Any>));
+        }
+        let (reply, jobs) =
+            crate::parallel::read_listing(method, &path, 200, body, "jobs", take, |job: I| job)?;
+        Ok(Response::from(reply).map(|v| Box::new((v, jobs)) as Box<dyn Any>))
     }
     use crate::generated as g;
+    macro_rules! version {
+        ($m:ident, $resp:ident, $item:ident) => {
+            read::<g::$m::types::$resp, g::$m::types::$item>(version, body, whole, |r| {
+                r.jobs.take().map(Vec::from).unwrap_or_default()
+            })
+        };
+    }
     #[allow(unreachable_patterns)]
     match version {
         #[cfg(feature = "v0_0_40")]
-        ApiVersion::V0_0_40 => read::<g::v0_0_40::types::V0040OpenapiJobInfoResp>(version, body),
+        ApiVersion::V0_0_40 => version!(v0_0_40, V0040OpenapiJobInfoResp, V0040JobInfo),
         #[cfg(feature = "v0_0_41")]
-        ApiVersion::V0_0_41 => read::<g::v0_0_41::types::V0041OpenapiJobInfoResp>(version, body),
+        ApiVersion::V0_0_41 => version!(
+            v0_0_41,
+            V0041OpenapiJobInfoResp,
+            V0041OpenapiJobInfoRespJobsItem
+        ),
         #[cfg(feature = "v0_0_42")]
-        ApiVersion::V0_0_42 => read::<g::v0_0_42::types::V0042OpenapiJobInfoResp>(version, body),
+        ApiVersion::V0_0_42 => version!(v0_0_42, V0042OpenapiJobInfoResp, V0042JobInfo),
         #[cfg(feature = "v0_0_43")]
-        ApiVersion::V0_0_43 => read::<g::v0_0_43::types::V0043OpenapiJobInfoResp>(version, body),
+        ApiVersion::V0_0_43 => version!(v0_0_43, V0043OpenapiJobInfoResp, V0043JobInfo),
         #[cfg(feature = "v0_0_44")]
-        ApiVersion::V0_0_44 => read::<g::v0_0_44::types::V0044OpenapiJobInfoResp>(version, body),
+        ApiVersion::V0_0_44 => version!(v0_0_44, V0044OpenapiJobInfoResp, V0044JobInfo),
         #[cfg(feature = "v0_0_45")]
-        ApiVersion::V0_0_45 => read::<g::v0_0_45::types::V0045OpenapiJobInfoResp>(version, body),
+        ApiVersion::V0_0_45 => version!(v0_0_45, V0045OpenapiJobInfoResp, V0045JobInfo),
         other => Err(Error::unsupported("job listing", other, None)),
     }
 }
