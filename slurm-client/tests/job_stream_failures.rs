@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::loopback::{Raw, answer, fast_retries, raw_server};
@@ -59,37 +59,53 @@ async fn mock(version: ApiVersion, status: u16, body: String) -> MockServer {
     server
 }
 
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
 fn fixture(release: &str, version: ApiVersion, name: &str) -> String {
-    let file: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "tests/fixtures",
-        release,
-        version.as_str(),
-        name,
-    ]
-    .iter()
-    .collect();
+    let file = fixtures_dir()
+        .join(release)
+        .join(version.as_str())
+        .join(name);
     std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
+/// Every (release, REST version) with a recorded job listing, from the fixtures directory.
+fn recorded_listings() -> Vec<(String, ApiVersion)> {
+    let subdirs = |dir: PathBuf| -> Vec<PathBuf> {
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        entries
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect()
+    };
+    let mut found: Vec<(String, ApiVersion)> = subdirs(fixtures_dir())
+        .into_iter()
+        .flat_map(subdirs)
+        .filter(|dir| dir.join("slurm_jobs.json").is_file())
+        .map(|dir| {
+            let name = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
+            let version = name(&dir)
+                .parse()
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+            (name(dir.parent().unwrap()), version)
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 #[tokio::test]
 async fn recorded_listings_stream_as_list_jobs_reads_them() {
-    let recorded = [
-        ("24.11", "v0.0.40"),
-        ("24.11", "v0.0.41"),
-        ("24.11", "v0.0.42"),
-        ("26.05", "v0.0.42"),
-        ("26.05", "v0.0.43"),
-        ("26.05", "v0.0.44"),
-        ("26.05", "v0.0.45"),
-    ];
+    let recorded = recorded_listings();
+    assert!(recorded.len() >= 7, "{recorded:?}");
     let mut checked = 0;
     for (release, version) in recorded {
-        let version: ApiVersion = version.parse().unwrap();
         if !version.is_compiled() {
             continue;
         }
-        let body = fixture(release, version, "slurm_jobs.json");
+        let body = fixture(&release, version, "slurm_jobs.json");
         let server = mock(version, 200, body).await;
         let c = client(&server.uri(), version, RetryPolicy::none());
         let label = format!("{release} {version}");
