@@ -82,6 +82,19 @@ fn assert_code(cluster: &Cluster, out: &Output, code: i32, what: &str) {
     );
 }
 
+/// Calls `check` every half second until it gives a value; after `limit`, panics with its
+/// last complaint.
+fn poll<T>(limit: Duration, mut check: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        match check() {
+            Ok(value) => return value,
+            Err(complaint) if Instant::now() >= deadline => panic!("{complaint}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(500)),
+        }
+    }
+}
+
 fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", std::process::id())
 }
@@ -197,23 +210,18 @@ fn submit_show_cancel_with_json_output() {
         );
         assert_eq!(cancelled[0]["ok"], true, "{cancelled}");
 
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
+        poll(Duration::from_secs(30), || {
             let job = json_ok(
                 &cluster,
                 &slurm(&cluster, &["jobs", "show", &id, "-o", "json"]),
                 "jobs show",
             );
             if job["state"] == "CANCELLED" {
-                break;
+                Ok(())
+            } else {
+                Err(format!("{}: job {id} not cancelled: {job}", cluster.source))
             }
-            assert!(
-                Instant::now() < deadline,
-                "{}: job {id} not cancelled: {job}",
-                cluster.source
-            );
-            std::thread::sleep(Duration::from_millis(500));
-        }
+        });
     }
 }
 
@@ -416,27 +424,23 @@ fn accounting_lists_and_job_history() {
         let id = json_ok(&cluster, &out, "jobs submit")["job_id"].to_string();
         let out = slurm(&cluster, &["jobs", "cancel", &id]);
         assert!(out.status.success(), "{}: {}", cluster.source, stderr(&out));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
+        let wanted: u64 = id.parse().unwrap();
+        let record = poll(Duration::from_secs(60), || {
             let out = slurm(&cluster, &["jobs", "history", "--jobs", &id, "-o", "json"]);
             let records = json_ok(&cluster, &out, "jobs history");
-            let wanted: u64 = id.parse().unwrap();
             let found = records
                 .as_array()
                 .unwrap()
                 .iter()
-                .find(|r| r["id"] == wanted);
-            if let Some(record) = found.filter(|r| r["state"] == "CANCELLED") {
-                assert_eq!(record["name"], name.as_str(), "{record}");
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{}: job {id} not in the history as CANCELLED: {records}",
-                cluster.source
-            );
-            std::thread::sleep(Duration::from_secs(1));
-        }
+                .find(|r| r["id"] == wanted && r["state"] == "CANCELLED");
+            found.cloned().ok_or_else(|| {
+                format!(
+                    "{}: job {id} not in the history as CANCELLED: {records}",
+                    cluster.source
+                )
+            })
+        });
+        assert_eq!(record["name"], name.as_str(), "{record}");
     }
 }
 
