@@ -82,6 +82,21 @@ fn assert_code(cluster: &Cluster, out: &Output, code: i32, what: &str) {
     );
 }
 
+/// Submits `sleep 300` named `name` with these extra flags; returns the job id.
+fn submit_sleep(cluster: &Cluster, name: &str, flags: &[&str]) -> String {
+    let args = [
+        &["jobs", "submit", "--wrap", "sleep 300", "--name", name][..],
+        flags,
+        &["--output", "json"],
+    ]
+    .concat();
+    let what = args.join(" ");
+    let submitted = json_ok(cluster, &slurm(cluster, &args), &what);
+    let id = submitted["job_id"].as_u64().expect("job_id");
+    assert!(id > 0, "{}: {submitted}", cluster.source);
+    id.to_string()
+}
+
 /// Calls `check` every half second until it gives a value; after `limit`, panics with its
 /// last complaint.
 fn poll<T>(limit: Duration, mut check: impl FnMut() -> Result<T, String>) -> T {
@@ -158,25 +173,7 @@ fn pinned_rest_version_is_used_or_refused_with_exit_6() {
 fn submit_show_cancel_with_json_output() {
     for cluster in common::clusters() {
         let name = unique("cli-submit");
-        let out = slurm(
-            &cluster,
-            &[
-                "jobs",
-                "submit",
-                "--wrap",
-                "sleep 300",
-                "--name",
-                &name,
-                "--time",
-                "5",
-                "--output",
-                "json",
-            ],
-        );
-        let submitted = json_ok(&cluster, &out, "jobs submit");
-        let id = submitted["job_id"].as_u64().expect("job_id");
-        assert!(id > 0, "{submitted}");
-        let id = id.to_string();
+        let id = submit_sleep(&cluster, &name, &["--time", "5"]);
 
         let job = json_ok(
             &cluster,
@@ -263,23 +260,7 @@ fn script_file_with_sbatch_directives() {
 fn hold_and_release_a_pending_job() {
     for cluster in common::clusters() {
         let name = unique("cli-hold");
-        let out = slurm(
-            &cluster,
-            &[
-                "jobs",
-                "submit",
-                "--wrap",
-                "sleep 300",
-                "--time",
-                "5",
-                "--name",
-                &name,
-                "--hold",
-                "-o",
-                "json",
-            ],
-        );
-        let id = json_ok(&cluster, &out, "jobs submit --hold")["job_id"].to_string();
+        let id = submit_sleep(&cluster, &name, &["--time", "5", "--hold"]);
         let job = json_ok(
             &cluster,
             &slurm(&cluster, &["jobs", "show", &id, "-o", "json"]),
@@ -407,21 +388,7 @@ fn accounting_lists_and_job_history() {
 
         // A cancelled job reaches slurmdbd within seconds.
         let name = unique("cli-history");
-        let out = slurm(
-            &cluster,
-            &[
-                "jobs",
-                "submit",
-                "--wrap",
-                "sleep 300",
-                "--hold",
-                "--name",
-                &name,
-                "-o",
-                "json",
-            ],
-        );
-        let id = json_ok(&cluster, &out, "jobs submit")["job_id"].to_string();
+        let id = submit_sleep(&cluster, &name, &["--hold"]);
         let out = slurm(&cluster, &["jobs", "cancel", &id]);
         assert!(out.status.success(), "{}: {}", cluster.source, stderr(&out));
         let wanted: u64 = id.parse().unwrap();
