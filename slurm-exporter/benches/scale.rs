@@ -4,7 +4,9 @@
 //! It tops the cluster up to `SLURM_BENCH_JOBS` jobs (default 20,000; held ones, plus a few
 //! running on the real nodes), runs the real exporter binary against it with every source on,
 //! and prints: time and bytes fetched per collection and per request, scrape latency over many
-//! `/metrics` GETs by a few concurrent scrapers, the size of the body, and the exporter's RSS.
+//! `/metrics` GETs by one and by a few concurrent scrapers, with `Accept-Encoding: gzip` as
+//! Prometheus sends it and without (identity) for comparison, the size of the body in both
+//! codings, the time to compress it, and the exporter's RSS.
 //! `SLURM_BENCH_QUICK=1` scrapes less; `SLURM_BENCH_STRICT=1` fails when a target is missed;
 //! `SLURM_BENCH_EXPORTER=path` runs another build of the exporter (e.g. an older one, to
 //! compare in one session against the same cluster and jobs); `SLURM_BENCH_INTERVAL=3600`
@@ -280,13 +282,26 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
     )
     .await
     .len();
+    let gz_body = fetch_gzip(&http, &exporter, "text/plain").await;
+    let om_gz_body = fetch_gzip(
+        &http,
+        &exporter,
+        "application/openmetrics-text; version=1.0.0",
+    )
+    .await;
     // Scrapers, exporter and whatever else runs share the machine's cores: the load says
     // how busy it was (latency tails follow it).
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let (s50, s99, smax) = percentiles(scrape_load(&exporter, scrapes / 2, 1).await);
-    let latencies = scrape_load(&exporter, scrapes, SCRAPERS).await;
-    let count = latencies.len();
-    let (p50, p99, max) = percentiles(latencies);
+    // Gzip (what Prometheus asks for) and identity, one after the other at each
+    // concurrency, so that both see the same cluster, snapshot and machine.
+    let mut runs = Vec::new();
+    for scrapers in [1, SCRAPERS] {
+        let total = if scrapers == 1 { scrapes / 2 } else { scrapes };
+        for gzip in [true, false] {
+            let latencies = scrape_load(&exporter, total, scrapers, gzip).await;
+            runs.push((scrapers, gzip, latencies.len(), percentiles(latencies)));
+        }
+    }
     let (hwm, rss) = memory(exporter.child.id());
 
     println!("\n-- /metrics");
@@ -297,6 +312,15 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
         bytes(om_body as f64)
     );
     println!(
+        "gzip body (Accept-Encoding: gzip, as Prometheus sends): {} Prometheus text ({:.1}% of identity), \
+         {} OpenMetrics ({:.1}%)",
+        bytes(gz_body as f64),
+        100.0 * gz_body as f64 / body as f64,
+        bytes(om_gz_body as f64),
+        100.0 * om_gz_body as f64 / om_body as f64,
+    );
+    compression_times(&later);
+    println!(
         "load average before the scrape load: {} ({} cores)",
         load.split_whitespace()
             .take(3)
@@ -305,18 +329,30 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
-        "scrape latency (keep-alive, whole body read), one scraper, {} GETs: p50 {}  p99 {}  max {}",
-        scrapes / 2,
-        ms(s50),
-        ms(s99),
-        ms(smax)
+        "scrape latency (keep-alive, whole body read; gzip: the compressed body as sent, not decompressed):"
     );
-    println!(
-        "scrape latency, {SCRAPERS} concurrent scrapers, {count} GETs: p50 {}  p99 {}  max {}",
-        ms(p50),
-        ms(p99),
-        ms(max)
-    );
+    for (scrapers, gzip, count, (p50, p99, max)) in &runs {
+        println!(
+            "  {scrapers} scraper(s), {:<8} {count:>5} GETs: p50 {}  p99 {}  max {}",
+            if *gzip { "gzip," } else { "identity," },
+            ms(*p50),
+            ms(*p99),
+            ms(*max)
+        );
+    }
+    let p99_of = |scrapers: usize, gzip: bool| {
+        runs.iter()
+            .find(|r| r.0 == scrapers && r.1 == gzip)
+            .map(|r| r.3.1)
+            .expect("measured")
+    };
+    for scrapers in [1, SCRAPERS] {
+        println!(
+            "  p99 gzip / identity, {scrapers} scraper(s): {:.2}",
+            p99_of(scrapers, true).as_secs_f64() / p99_of(scrapers, false).as_secs_f64()
+        );
+    }
+    let p99 = p99_of(SCRAPERS, true);
     println!("\n-- exporter memory (VmRSS and VmHWM, MB as the kernel counts them: MiB)");
     println!(
         "after the first collection: RSS {rss_first:.1} MB; after {}s more of collections: RSS {rss_later:.1} MB, \
@@ -333,7 +369,7 @@ async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) ->
     );
     let p99_ok = p99 < TARGET_P99;
     println!(
-        "scrape p99 {} < {}: {} ({:.2} of the target)",
+        "scrape p99 ({SCRAPERS} concurrent scrapers, gzip as Prometheus asks) {} < {}: {} ({:.2} of the target)",
         ms(p99),
         ms(TARGET_P99),
         verdict(p99_ok),
@@ -672,6 +708,59 @@ async fn fetch(http: &reqwest::Client, exporter: &Exporter, accept: &str) -> Str
     resp.text().await.expect("scrape body")
 }
 
+/// Size of the body as sent when gzip is accepted (checks that it is gzip).
+async fn fetch_gzip(http: &reqwest::Client, exporter: &Exporter, accept: &str) -> usize {
+    let resp = http
+        .get(format!("http://{}/metrics", exporter.addr))
+        .header("accept", accept)
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .expect("scrape");
+    assert!(resp.status().is_success(), "scrape: {}", resp.status());
+    assert_eq!(
+        resp.headers()
+            .get("content-encoding")
+            .and_then(|v| v.to_str().ok()),
+        Some("gzip"),
+        "the exporter did not answer with gzip"
+    );
+    resp.bytes().await.expect("scrape body").len()
+}
+
+/// How long compressing the whole Prometheus text takes in this process (the exporter
+/// compresses each source's part when that source changes, so a snapshot costs at most
+/// this), at the exporter's level and at zlib's default for comparison.
+fn compression_times(text: &str) {
+    let rounds = 5;
+    let mut figures = Vec::new();
+    for level in [slurm_exporter::gzip::LEVEL, 6] {
+        let mut times = Vec::new();
+        let mut size = 0;
+        for _ in 0..rounds {
+            let started = Instant::now();
+            size = slurm_exporter::gzip::Deflated::new(text.as_bytes(), level).compressed_len();
+            times.push(started.elapsed());
+        }
+        times.sort();
+        figures.push(format!(
+            "level {level}{}: {} (median of {rounds}) to {}",
+            if level == slurm_exporter::gzip::LEVEL {
+                " (the exporter's)"
+            } else {
+                ""
+            },
+            ms(times[rounds / 2]),
+            bytes(size as f64)
+        ));
+    }
+    println!(
+        "compressing the whole Prometheus text once ({}), flate2/zlib-rs: {}",
+        bytes(text.len() as f64),
+        figures.join("; ")
+    );
+}
+
 /// (p50, p99, max).
 fn percentiles(mut latencies: Vec<Duration>) -> (Duration, Duration, Duration) {
     latencies.sort();
@@ -681,9 +770,16 @@ fn percentiles(mut latencies: Vec<Duration>) -> (Duration, Duration, Duration) {
 }
 
 /// `total` scrapes shared by `scrapers` concurrent scrapers, each on its own kept-alive
-/// connection, while the exporter keeps collecting.
-async fn scrape_load(exporter: &Exporter, total: usize, scrapers: usize) -> Vec<Duration> {
+/// connection, while the exporter keeps collecting; with `gzip` they send
+/// `Accept-Encoding: gzip` as Prometheus does (and read the compressed body).
+async fn scrape_load(
+    exporter: &Exporter,
+    total: usize,
+    scrapers: usize,
+    gzip: bool,
+) -> Vec<Duration> {
     let url = format!("http://{}/metrics", exporter.addr);
+    let encoding = if gzip { "gzip" } else { "identity" };
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..scrapers {
         let http = http_client();
@@ -694,7 +790,12 @@ async fn scrape_load(exporter: &Exporter, total: usize, scrapers: usize) -> Vec<
             let mut out = Vec::with_capacity(total / scrapers);
             for _ in 0..total / scrapers {
                 let started = Instant::now();
-                let resp = http.get(&url).send().await.expect("scrape");
+                let resp = http
+                    .get(&url)
+                    .header("accept-encoding", encoding)
+                    .send()
+                    .await
+                    .expect("scrape");
                 let body = resp.bytes().await.expect("scrape body");
                 out.push(started.elapsed());
                 assert!(!body.is_empty());
