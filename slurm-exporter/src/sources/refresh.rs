@@ -2,9 +2,10 @@
 //!
 //! slurmctld answers a listing with `update_time` with nothing when nothing changed, so an
 //! idle cluster costs almost nothing to watch. Two things can still go stale: values
-//! slurmctld updates without marking the list changed (a node's CPU load and free memory),
-//! and a change in the same second as the previous answer. A full listing at least every
-//! `full_every` bounds both.
+//! slurmctld may update without marking the list changed, and a change in the same second
+//! as the previous answer. A full listing at least every `full_every` bounds both. (Slurm
+//! 26.05 does mark the node list changed when a slurmd's ping reply brings a new CPU load or
+//! free memory, so nodes with a slurmd on a busy host make most node polls full ones.)
 
 use std::time::{Duration, Instant};
 
