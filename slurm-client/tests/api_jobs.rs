@@ -100,8 +100,10 @@ async fn cancel_and_signal() {
             .value
             .job_id;
         wait_for_state(&t, id, &[JobState::Running]).await;
+        // CONT, whose default action is to carry on: USR1 or TERM would end `sleep`, and
+        // with it the job, racing the cancel below ("already completing", error 2021).
         t.client
-            .signal_job(id, "USR1")
+            .signal_job(id, "CONT")
             .await
             .unwrap_or_else(|e| panic!("{label}: signal: {e}"));
         t.client
