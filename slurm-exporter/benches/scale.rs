@@ -37,7 +37,7 @@ fn main() {
         );
         return;
     };
-    let env = load_env(std::path::Path::new(&env_file));
+    let env = test_support::read_env_file(std::path::Path::new(&env_file));
     let quick = std::env::var("SLURM_BENCH_QUICK").is_ok_and(|v| v == "1");
     let strict = std::env::var("SLURM_BENCH_STRICT").is_ok_and(|v| v == "1");
     let target_jobs = std::env::var("SLURM_BENCH_JOBS")
@@ -59,7 +59,11 @@ fn main() {
     }
 }
 
-async fn run(env: &BTreeMap<String, String>, target_jobs: usize, quick: bool) -> Vec<String> {
+async fn run(
+    env: &std::collections::HashMap<String, String>,
+    target_jobs: usize,
+    quick: bool,
+) -> Vec<String> {
     let var = |k: &str| {
         env.get(k)
             .filter(|v| !v.is_empty())
@@ -404,17 +408,6 @@ fn count_nodes(metrics: &str) -> usize {
 }
 
 // ---- the cluster
-
-fn load_env(path: &std::path::Path) -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read SLURM_BENCH_ENV_FILE {}: {e}", path.display()));
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .filter_map(|l| l.strip_prefix("export ").unwrap_or(l).split_once('='))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().trim_matches('"').to_string()))
-        .collect()
-}
 
 fn client_for(url: &str, jwt: &str, user: &str) -> Client {
     ClientBuilder::new(url)

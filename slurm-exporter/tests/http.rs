@@ -76,6 +76,20 @@ fn without_age(body: &[u8]) -> String {
         .collect()
 }
 
+/// `/metrics` asked for as `accept`, with `Accept-Encoding: encoding`.
+async fn metrics(
+    exporter: &Exporter,
+    accept: &str,
+    encoding: &str,
+) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+    exporter
+        .get_raw(
+            "/metrics",
+            &[("Accept", accept), ("Accept-Encoding", encoding)],
+        )
+        .await
+}
+
 fn gunzip(body: &[u8]) -> Vec<u8> {
     use std::io::Read;
     let mut out = Vec::new();
@@ -107,12 +121,7 @@ async fn gzip_when_accepted_identity_otherwise() {
         );
         assert!(text.contains("slurm_up 1\n"), "{text}");
         for encoding in ["gzip", "deflate, GZIP;q=0.5", "*", "br;q=1, x-gzip"] {
-            let (status, headers, body) = exporter
-                .get_raw(
-                    "/metrics",
-                    &[("Accept", accept), ("Accept-Encoding", encoding)],
-                )
-                .await;
+            let (status, headers, body) = metrics(&exporter, accept, encoding).await;
             assert_eq!(status, 200);
             assert_eq!(headers["content-encoding"], "gzip", "{encoding}");
             assert_eq!(headers["vary"], "Accept-Encoding");
@@ -137,12 +146,7 @@ async fn gzip_when_accepted_identity_otherwise() {
             "br, deflate",
             "*, gzip;q=0",
         ] {
-            let (status, headers, body) = exporter
-                .get_raw(
-                    "/metrics",
-                    &[("Accept", accept), ("Accept-Encoding", encoding)],
-                )
-                .await;
+            let (status, headers, body) = metrics(&exporter, accept, encoding).await;
             assert_eq!(status, 200);
             assert!(headers.get("content-encoding").is_none(), "{encoding}");
             assert_eq!(without_age(&body), without_age(&identity.2), "{encoding}");
