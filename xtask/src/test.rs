@@ -71,7 +71,7 @@ fn gib(bytes: u64) -> f64 {
 fn free_bytes(dir: &Path) -> Option<u64> {
     let existing = dir.ancestors().find(|d| d.exists())?;
     let stat = nix::sys::statvfs::statvfs(existing).ok()?;
-    Some(u64::from(stat.blocks_available()) * u64::from(stat.fragment_size()))
+    Some(stat.blocks_available() * stat.fragment_size())
 }
 
 fn target_dir(workspace: &Path) -> PathBuf {
