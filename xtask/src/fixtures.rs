@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -602,7 +602,7 @@ fn cancel(release: Release, ids: &[u32]) {
 
 /// Runs a command inside the cluster (`cargo xtask slurm exec`), returning its stdout.
 fn exec(release: Release, user: Option<&str>, argv: &[&str]) -> Result<String> {
-    let mut cmd = Command::new(xtask_binary()?);
+    let mut cmd = Command::new(crate::THIS_BINARY);
     cmd.args(["slurm", "exec", "--release", release.name()]);
     if let Some(user) = user {
         cmd.args(["--user", user]);
@@ -619,14 +619,4 @@ fn exec(release: Release, user: Option<&str>, argv: &[&str]) -> Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// This program's path, also when cargo has replaced the binary since it started.
-fn xtask_binary() -> Result<PathBuf> {
-    let exe = std::env::current_exe().context("finding the xtask binary")?;
-    let text = exe.to_string_lossy();
-    Ok(match text.strip_suffix(" (deleted)") {
-        Some(path) => PathBuf::from(path),
-        None => exe,
-    })
 }

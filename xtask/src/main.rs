@@ -10,6 +10,11 @@ mod test;
 
 use clap::{Parser, Subcommand};
 
+/// The running xtask binary, for starting helpers (the REST proxy, fixture recorders) from it.
+/// Not `current_exe()`: a `cargo test -p xtask` or `cargo build` during a run replaces the file at
+/// that path, and the path then names nothing (or another build); this one stays the running binary.
+pub const THIS_BINARY: &str = "/proc/self/exe";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo xtask",

@@ -386,11 +386,10 @@ fn retry_exec(state: &State, argv: &[&str]) -> Result<String> {
 }
 
 fn start_proxy(state: &mut State) -> Result<()> {
-    let exe = std::env::current_exe().context("finding the xtask binary")?;
     let log = state.log_dir().join("proxy.out");
     let out = std::fs::File::create(&log)?;
     use std::os::unix::process::CommandExt;
-    let child = Command::new(exe)
+    let child = Command::new(crate::THIS_BINARY)
         .args([
             "slurm",
             "proxy",
