@@ -78,6 +78,8 @@
 //! Tokens and keys are held in [`secrecy`] types: no `Debug` output, log line or error
 //! of this crate contains them.
 
+#![warn(missing_docs)]
+
 #[doc(hidden)]
 #[path = "bench.rs"]
 pub mod __bench;

@@ -140,6 +140,20 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
             "warnings",
         ]))
     })?;
+    // The crate docs are how a newcomer learns the client: a broken intra-doc link fails CI.
+    t.phase("rustdoc of the published crates (warnings denied)", || {
+        let mut cmd = cargo(&[
+            "doc",
+            "--no-deps",
+            "--all-features",
+            "--package",
+            "slurm-client",
+            "--package",
+            "slurm-exporter",
+        ]);
+        cmd.env("RUSTDOCFLAGS", "-D warnings");
+        status(cmd)
+    })?;
     t.phase("each REST version compiles alone", || {
         for feature in VERSION_FEATURES {
             status(cargo(&[
