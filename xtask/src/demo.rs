@@ -46,16 +46,17 @@ pub fn run(workspace: &Path) -> Result<()> {
     if !built.success() {
         bail!("building the slurm CLI failed");
     }
-    let slurm_bin = workspace.join("target/debug/slurm");
-
+    let slurm_bin = crate::target_dir(workspace).join("debug/slurm");
+    let slurm = |args: &[&str]| {
+        let mut cmd = Command::new(&slurm_bin);
+        cmd.args(args).envs(env.iter().cloned());
+        cmd
+    };
     let cli = |args: &[&str]| -> Result<()> {
-        println!("\n$ slurm {}", args.join(" "));
-        let status = Command::new(&slurm_bin)
-            .args(args)
-            .envs(env.iter().cloned())
-            .status()?;
+        println!("\n$ slurm {}", shell_words(args));
+        let status = slurm(args).status()?;
         if !status.success() {
-            bail!("`slurm {}` failed ({status})", args.join(" "));
+            bail!("`slurm {}` failed ({status})", shell_words(args));
         }
         Ok(())
     };
@@ -67,8 +68,16 @@ pub fn run(workspace: &Path) -> Result<()> {
         "--name",
         "demo",
         "--wrap",
-        "hostname; sleep 20",
+        "hostname; sleep 60",
     ])?;
+    // The scheduler starts a new job within a few seconds; list it once it runs.
+    for _ in 0..30 {
+        let out = slurm(&["jobs", "list", "--output", "json"]).output()?;
+        if !String::from_utf8_lossy(&out.stdout).contains("PENDING") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
     cli(&["jobs", "list"])?;
     cli(&["accounts"])?;
     cli(&["qos"])?;
@@ -79,6 +88,20 @@ pub fn run(workspace: &Path) -> Result<()> {
     );
     let _ = state;
     Ok(())
+}
+
+/// `args` as one would type them in a shell: quoted where they hold spaces or shell characters.
+fn shell_words(args: &[&str]) -> String {
+    let word = |a: &&str| {
+        if a.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c))
+        {
+            a.to_string()
+        } else {
+            format!("'{}'", a.replace('\'', r"'\''"))
+        }
+    };
+    args.iter().map(word).collect::<Vec<_>>().join(" ")
 }
 
 fn read_env(path: &Path) -> Result<Vec<(String, String)>> {

@@ -15,6 +15,14 @@ use clap::{Parser, Subcommand};
 /// that path, and the path then names nothing (or another build); this one stays the running binary.
 pub const THIS_BINARY: &str = "/proc/self/exe";
 
+/// Where cargo puts what it builds for this workspace (`CARGO_TARGET_DIR`, else `target/`).
+pub fn target_dir(workspace: &std::path::Path) -> std::path::PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => workspace.join(dir),
+        None => workspace.join("target"),
+    }
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo xtask",

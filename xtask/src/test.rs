@@ -74,15 +74,8 @@ fn free_bytes(dir: &Path) -> Option<u64> {
     Some(stat.blocks_available() * stat.fragment_size())
 }
 
-fn target_dir(workspace: &Path) -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => workspace.join(dir),
-        None => workspace.join("target"),
-    }
-}
-
 pub fn run(workspace: &Path, cargo_args: &[String]) -> Result<()> {
-    let target_dir = target_dir(workspace);
+    let target_dir = crate::target_dir(workspace);
     if let Some(free) = free_bytes(&target_dir) {
         eprintln!(
             "{:.1} GiB free for {} (a clean run needs about {:.0} GiB)",
