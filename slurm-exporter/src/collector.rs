@@ -65,6 +65,19 @@ impl Store {
             self.snapshot.set(assemble(&sources));
         }
     }
+
+    /// Marks a source down while its collection is still running (not an attempt of its own).
+    fn mark_down(&self, kind: SourceKind, failure: Failure) {
+        let mut sources = self.sources.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(s) = sources.iter_mut().find(|s| s.kind == kind) else {
+            return;
+        };
+        *s.errors.entry(failure.kind).or_default() += 1;
+        s.last = Some(Err(failure));
+        if sources.iter().all(|s| s.last.is_some()) {
+            self.snapshot.set(assemble(&sources));
+        }
+    }
 }
 
 /// Lays the sources' fragments and the self metrics into one snapshot.
@@ -85,7 +98,13 @@ pub fn spawn(
     // Each tick carries the context of one collection.
     let (tick, _) = watch::channel(ctx.clone());
     for (source, limit) in sources {
-        tasks.spawn(run_source(source, limit, tick.subscribe(), store.clone()));
+        tasks.spawn(run_source(
+            source,
+            limit,
+            interval,
+            tick.subscribe(),
+            store.clone(),
+        ));
     }
     tasks.spawn(async move {
         let mut ticker = tokio::time::interval(interval);
@@ -102,9 +121,15 @@ pub fn spawn(
 /// outcome. A tick that arrives while the source is still collecting is skipped, so a
 /// source never runs twice at once nor more often than once per interval; it joins the
 /// collection of the latest tick.
+///
+/// A collection still running at the next tick may be a large listing or slurmrestd gone
+/// while the client retries; a single ping tells which. If slurmrestd does not answer, the
+/// source is down from then on, without waiting for its retries and time limit to run out:
+/// an outage shows within two intervals.
 async fn run_source(
     mut source: Box<dyn Source>,
     limit: Duration,
+    interval: Duration,
     mut tick: watch::Receiver<Ctx>,
     store: Arc<Store>,
 ) {
@@ -113,7 +138,28 @@ async fn run_source(
     while tick.changed().await.is_ok() {
         let ctx = tick.borrow_and_update().clone();
         let started = Instant::now();
-        let outcome = match tokio::time::timeout(limit, source.collect(&ctx)).await {
+        let collect = tokio::time::timeout(limit, source.collect(&ctx));
+        tokio::pin!(collect);
+        let mut overdue = false;
+        let outcome = loop {
+            tokio::select! {
+                result = &mut collect => break result,
+                changed = tick.changed(), if !overdue => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let next = tick.borrow_and_update().clone();
+                    if let Err(failure) = next.reachable(interval / 2).await {
+                        overdue = true;
+                        let state = Err(failure.clone());
+                        log_change(kind, previous.as_ref(), &state, started.elapsed());
+                        previous = Some(state);
+                        store.mark_down(kind, failure);
+                    }
+                }
+            }
+        };
+        let outcome = match outcome {
             Ok(result) => result,
             Err(_) => Err(Failure {
                 kind: "timeout",
@@ -220,6 +266,63 @@ mod tests {
 
     fn text(store: &Store) -> String {
         String::from_utf8(store.snapshot.get().unwrap().prometheus.to_vec()).unwrap()
+    }
+
+    /// Succeeds once, then never answers, as a collection whose client keeps retrying.
+    struct Hangs {
+        answered: bool,
+    }
+
+    impl Source for Hangs {
+        fn kind(&self) -> SourceKind {
+            SourceKind::Diag
+        }
+        fn collect<'a>(&'a mut self, _ctx: &'a Ctx) -> CollectFuture<'a> {
+            Box::pin(async move {
+                if std::mem::replace(&mut self.answered, true) {
+                    std::future::pending::<()>().await;
+                }
+                Ok(Collected::Families(Vec::new()))
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_collection_hanging_on_an_unreachable_slurmrestd_is_down_within_two_intervals() {
+        let store = Arc::new(Store::new(&[SourceKind::Diag]));
+        let interval = Duration::from_millis(300);
+        // The time limit is far away: only the ping (to a port nothing listens on) can tell.
+        let _tasks = spawn(
+            vec![(
+                Box::new(Hangs { answered: false }),
+                Duration::from_secs(600),
+            )],
+            ctx(),
+            interval,
+            store.clone(),
+        );
+        let started = Instant::now();
+        let mut seen_up = false;
+        loop {
+            if let Some(snapshot) = store.snapshot.get() {
+                let t = String::from_utf8(snapshot.prometheus.to_vec()).unwrap();
+                seen_up |= t.contains("slurm_up 1\n");
+                if t.contains("slurm_up 0\n") {
+                    assert!(seen_up, "{t}");
+                    assert!(
+                        t.contains("slurm_exporter_source_up{source=\"diag\"} 0\n"),
+                        "{t}"
+                    );
+                    break;
+                }
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "slurm_up still not 0 {:?} after slurmrestd went away",
+                started.elapsed()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -177,8 +177,10 @@ async fn slow_slurmrestd_hits_the_time_limit_and_readiness_waits_for_the_first_r
             "diag,nodes",
             "--timeout",
             "2s",
+            // Longer than the time limit: the first round ends at the limit, before a second
+            // tick would ping slurmrestd and mark the sources down early.
             "--interval",
-            "1s",
+            "5s",
         ],
     );
     let (status, _, _) = exporter.get("/readyz", &[]).await;

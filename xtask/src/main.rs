@@ -40,8 +40,8 @@ enum Cmd {
     Slurm(slurm::SlurmCmd),
     /// Start a real Slurm 26.05 cluster (or use the running one) and show the tools working against it.
     Demo,
-    /// Everything CI runs: generated-code check, fmt, clippy, all tests against real Slurm 24.11 and 26.05, then the benchmarks (quick)
-    /// clusters, started and stopped here (needs root).
+    /// Everything CI runs: generated-code check, fmt, clippy, all tests against real Slurm 24.11 and
+    /// 26.05 clusters started and stopped here (needs root), and a build of the benchmarks.
     Test {
         /// Extra arguments for `cargo test` of the workspace, e.g. a test name filter.
         #[arg(trailing_var_arg = true)]

@@ -1,5 +1,5 @@
 //! `cargo xtask test`: everything CI checks, in order, with real Slurm clusters up while the tests run,
-//! then the benchmarks (`cargo xtask bench --quick`), which start their own large cluster.
+//! then a build of the benchmarks (running them is `cargo xtask bench`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -223,8 +223,18 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
     for release in Release::ALL {
         slurm::down(release)?;
     }
-    t.phase("benchmarks (cargo xtask bench --quick)", || {
-        crate::bench::run(workspace, true)
+    // Benchmarks are run by `cargo xtask bench` and their figures reported in the notes; CI
+    // only proves they still build, in the test profile so the workspace tests' build is reused.
+    t.phase("benchmarks compile (cargo test --benches --no-run)", || {
+        status(cargo(&[
+            "test",
+            "--workspace",
+            "--exclude",
+            "xtask",
+            "--all-features",
+            "--benches",
+            "--no-run",
+        ]))
     })
 }
 

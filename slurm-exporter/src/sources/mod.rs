@@ -124,6 +124,11 @@ impl Ctx {
         self.shared.partitions(self).await
     }
 
+    /// Whether slurmrestd answers a single ping within `limit`, asked once per collection.
+    pub async fn reachable(&self, limit: std::time::Duration) -> Result<(), Failure> {
+        self.shared.reachable(self, limit).await
+    }
+
     /// Runs one request (one client call) once a slot is free.
     pub async fn call<T, F>(&self, request: F) -> Result<T, slurm_client::Error>
     where
