@@ -1,0 +1,193 @@
+//! The test kubelet: registers Node objects and runs every pod bound to them as real processes
+//! from OCI images, through [`kube_ground::runtime`] (podman + runc) in sandboxes from
+//! [`kube_ground::net`], writing pod status as a kubelet does. One process serves all the
+//! ground's nodes; each pod has its own worker task.
+
+mod container;
+mod env;
+mod hosts;
+mod images;
+mod node;
+pub mod probes;
+mod refs;
+pub(crate) mod resources;
+mod status;
+mod volumes;
+mod worker;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use kube_ground::net::{NetConfig, Network};
+use kube_ground::runtime::{Runtime, RuntimeConfig};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Node names this kubelet registers and serves, comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub nodes: Vec<String>,
+    /// Pods' files (volumes, hosts) live in `<state-dir>/pods/<uid>`, claims in `<state-dir>/claims`.
+    #[arg(long, default_value = "/var/lib/slurm-dev/kube")]
+    pub state_dir: PathBuf,
+    /// The cluster CA, given to pods as the service account's ca.crt.
+    #[arg(long)]
+    pub ca_file: Option<PathBuf>,
+    /// A token the API server accepts, given to pods as the service account's token.
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// The OCI image layout that images missing from podman's store are copied from.
+    #[arg(long, default_value = "/var/cache/slurm-dev/images")]
+    pub image_layout: PathBuf,
+    /// Extended resources every node offers, e.g. `nvidia.com/gpu=2`.
+    #[arg(long = "extended-resource", value_parser = parse_pair)]
+    pub extended: Vec<(String, String)>,
+}
+
+fn parse_pair(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("{s:?}: expected NAME=QUANTITY"))
+}
+
+pub async fn run(args: Args) -> Result<()> {
+    let client = Client::try_default()
+        .await
+        .context("connecting to the API server (KUBECONFIG)")?;
+    let runtime = Runtime::new(RuntimeConfig::ground()).await?;
+    let network = Network::new(NetConfig::ground());
+    // A kubelet that crashed left containers and sandboxes; their pods start again from scratch.
+    runtime.remove_all().await?;
+    network.destroy_all().await?;
+    let shape = node::Shape {
+        address: network.config().gateway.to_string(),
+        extended: args.extended.iter().cloned().collect(),
+    };
+    node::register(&client, &args.nodes, &shape).await?;
+    tokio::spawn(node::heartbeat(
+        client.clone(),
+        args.nodes.clone(),
+        shape.clone(),
+    ));
+    let read = |p: &Option<PathBuf>| -> Result<Vec<u8>> {
+        match p {
+            Some(p) => std::fs::read(p).with_context(|| format!("reading {}", p.display())),
+            None => Ok(Vec::new()),
+        }
+    };
+    let ctx = Arc::new(worker::Ctx {
+        recorder: Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: "kubelet".into(),
+                instance: args.nodes.first().cloned(),
+            },
+        ),
+        client: client.clone(),
+        runtime,
+        network,
+        pods_dir: args.state_dir.join("pods"),
+        claims_dir: args.state_dir.join("claims"),
+        ca_crt: read(&args.ca_file)?,
+        token: String::from_utf8(read(&args.token_file)?)
+            .context("the token file is not UTF-8")?
+            .trim()
+            .to_string(),
+        host_ip: shape.address.clone(),
+        image_layout: args.image_layout.clone(),
+    });
+    tracing::info!(nodes = ?args.nodes, "kubelet running");
+    serve_pods(client, ctx, args.nodes.into_iter().collect()).await
+}
+
+/// Feeds every pod bound to one of `nodes` to its worker, starting one per pod uid.
+async fn serve_pods(client: Client, ctx: Arc<worker::Ctx>, nodes: BTreeSet<String>) -> Result<()> {
+    let api: Api<Pod> = Api::all(client);
+    let mut events = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let mut workers: HashMap<String, watch::Sender<Option<Pod>>> = HashMap::new();
+    let mut running: JoinSet<String> = JoinSet::new();
+    let mut listed: BTreeMap<String, ()> = BTreeMap::new();
+    // Pods whose worker has removed them: late events about them start nothing.
+    let mut done: HashSet<String> = HashSet::new();
+    let ours = |p: &Pod| {
+        p.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_ref())
+            .is_some_and(|n| nodes.contains(n))
+    };
+    loop {
+        tokio::select! {
+            Some(finished) = running.join_next() => {
+                if let Ok(uid) = finished {
+                    workers.remove(&uid);
+                    done.insert(uid);
+                }
+            }
+            event = events.next() => {
+                let Some(event) = event else { return Ok(()) };
+                match event {
+                    Ok(watcher::Event::Init) => listed.clear(),
+                    Ok(watcher::Event::InitApply(pod)) => {
+                        if ours(&pod) && !done.contains(&uid(&pod)) {
+                            listed.insert(uid(&pod), ());
+                            feed(&ctx, &mut workers, &mut running, pod);
+                        }
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        // Pods gone while the watch was down.
+                        for (uid, tx) in &workers {
+                            if !listed.contains_key(uid) {
+                                let _ = tx.send(None);
+                            }
+                        }
+                    }
+                    Ok(watcher::Event::Apply(pod)) => {
+                        if ours(&pod) && !done.contains(&uid(&pod)) {
+                            feed(&ctx, &mut workers, &mut running, pod);
+                        }
+                    }
+                    Ok(watcher::Event::Delete(pod)) => {
+                        if let Some(tx) = workers.get(&uid(&pod)) {
+                            let _ = tx.send(None);
+                        }
+                    }
+                    Err(e) => tracing::warn!("watching pods: {e}"),
+                }
+            }
+        }
+    }
+}
+
+fn uid(pod: &Pod) -> String {
+    pod.metadata.uid.clone().unwrap_or_default()
+}
+
+fn feed(
+    ctx: &Arc<worker::Ctx>,
+    workers: &mut HashMap<String, watch::Sender<Option<Pod>>>,
+    running: &mut JoinSet<String>,
+    pod: Pod,
+) {
+    let uid = uid(&pod);
+    if let Some(tx) = workers.get(&uid) {
+        let _ = tx.send(Some(pod));
+        return;
+    }
+    let (tx, rx) = watch::channel(Some(pod));
+    workers.insert(uid.clone(), tx);
+    let ctx = ctx.clone();
+    running.spawn(async move {
+        worker::run(ctx, rx).await;
+        uid
+    });
+}

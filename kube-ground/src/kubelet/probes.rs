@@ -1,0 +1,228 @@
+//! Startup, readiness and liveness probes (exec, tcpSocket, httpGet) with the kubelet's timing
+//! fields. tcpSocket and httpGet run inside the pod's network namespace, where the pod's address
+//! is reachable, through this binary's hidden `probe` subcommand.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Container, Probe};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube_ground::runtime::{ContainerRef, Runtime};
+use tokio::time::Instant;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Startup,
+    Readiness,
+    Liveness,
+}
+
+/// One probe of one running container.
+#[derive(Debug)]
+pub struct Prober {
+    pub kind: Kind,
+    probe: Probe,
+    next: Instant,
+    successes: i32,
+    failures: i32,
+    /// The probe's verdict so far: `None` before it has decided anything.
+    pub verdict: Option<bool>,
+}
+
+impl Prober {
+    pub fn for_container(c: &Container, started: Instant) -> Vec<Prober> {
+        [
+            (Kind::Startup, &c.startup_probe),
+            (Kind::Readiness, &c.readiness_probe),
+            (Kind::Liveness, &c.liveness_probe),
+        ]
+        .into_iter()
+        .filter_map(|(kind, p)| {
+            p.clone().map(|probe| Prober {
+                kind,
+                next: started + secs(probe.initial_delay_seconds, 0),
+                probe,
+                successes: 0,
+                failures: 0,
+                verdict: None,
+            })
+        })
+        .collect()
+    }
+
+    pub fn due(&self, now: Instant) -> bool {
+        now >= self.next
+    }
+
+    /// Records one result; returns the new verdict when it changed.
+    pub fn record(&mut self, ok: bool, now: Instant) -> Option<bool> {
+        self.next = now + secs(self.probe.period_seconds, 10);
+        if ok {
+            self.failures = 0;
+            self.successes += 1;
+        } else {
+            self.successes = 0;
+            self.failures += 1;
+        }
+        let threshold_ok = self.probe.success_threshold.unwrap_or(1).max(1);
+        let threshold_fail = self.probe.failure_threshold.unwrap_or(3).max(1);
+        let verdict = if ok && self.successes >= threshold_ok {
+            Some(true)
+        } else if !ok && self.failures >= threshold_fail {
+            Some(false)
+        } else {
+            self.verdict
+        };
+        let changed = verdict != self.verdict;
+        self.verdict = verdict;
+        changed.then_some(verdict).flatten()
+    }
+
+    /// Runs the probe once; an error or a time-out is a failure.
+    pub async fn run(
+        &self,
+        runtime: &Runtime,
+        id: &ContainerRef,
+        c: &Container,
+        pod_ip: &str,
+        netns: &str,
+    ) -> bool {
+        let timeout = secs(self.probe.timeout_seconds, 1);
+        let check = async {
+            if let Some(exec) = &self.probe.exec {
+                let cmd = exec.command.clone().unwrap_or_default();
+                return runtime
+                    .exec(id, &cmd)
+                    .await
+                    .is_ok_and(|out| out.exit_code == 0);
+            }
+            if let Some(tcp) = &self.probe.tcp_socket {
+                let Some(port) = port(c, &tcp.port) else {
+                    return false;
+                };
+                let host = tcp.host.clone().unwrap_or_else(|| pod_ip.to_string());
+                return in_netns(netns, &["tcp", &format!("{host}:{port}")], timeout).await;
+            }
+            if let Some(http) = &self.probe.http_get {
+                let Some(port) = port(c, &http.port) else {
+                    return false;
+                };
+                let host = http.host.clone().unwrap_or_else(|| pod_ip.to_string());
+                let path = http.path.clone().unwrap_or_else(|| "/".into());
+                return in_netns(netns, &["http", &format!("{host}:{port}"), &path], timeout).await;
+            }
+            false
+        };
+        tokio::time::timeout(timeout + Duration::from_secs(2), check)
+            .await
+            .unwrap_or(false)
+    }
+}
+
+fn secs(v: Option<i32>, default: i32) -> Duration {
+    Duration::from_secs(v.unwrap_or(default).max(0) as u64)
+}
+
+/// A probe's port: a number, or the name of one of the container's ports.
+fn port(c: &Container, p: &IntOrString) -> Option<i32> {
+    match p {
+        IntOrString::Int(n) => Some(*n),
+        IntOrString::String(name) => c
+            .ports
+            .iter()
+            .flatten()
+            .find(|cp| cp.name.as_deref() == Some(name))
+            .map(|cp| cp.container_port),
+    }
+}
+
+async fn in_netns(netns: &str, args: &[&str], timeout: Duration) -> bool {
+    let Ok(exe) = std::fs::read_link("/proc/self/exe") else {
+        return false;
+    };
+    tokio::process::Command::new("ip")
+        .args(["netns", "exec", netns])
+        .arg(exe)
+        .arg("probe")
+        .args(args)
+        .arg(format!("--timeout-ms={}", timeout.as_millis()))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .status()
+        .await
+        .is_ok_and(|s| s.success())
+}
+
+/// The hidden `probe` subcommand, run inside a pod's network namespace.
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    /// `tcp` or `http`.
+    kind: String,
+    /// host:port
+    target: String,
+    /// The HTTP path.
+    path: Option<String>,
+    #[arg(long, default_value_t = 1000)]
+    timeout_ms: u64,
+}
+
+/// Exits 0 when the target answers: a TCP connection, or an HTTP status from 200 to 399.
+pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
+    use std::io::{Read, Write};
+    use std::net::{TcpStream, ToSocketAddrs};
+    let timeout = Duration::from_millis(args.timeout_ms);
+    let addr = args
+        .target
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{}: no address", args.target))?;
+    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+    if args.kind == "tcp" {
+        return Ok(());
+    }
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    let path = args.path.as_deref().unwrap_or("/");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: kube-probe/1.36\r\nConnection: close\r\n\r\n",
+        args.target
+    )?;
+    let mut head = [0u8; 32];
+    let n = stream.read(&mut head)?;
+    let line = String::from_utf8_lossy(&head[..n]);
+    let code: u16 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("not an HTTP answer: {line:?}"))?;
+    if (200..400).contains(&code) {
+        Ok(())
+    } else {
+        anyhow::bail!("HTTP {code}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_decide() {
+        let c: Container = serde_json::from_value(serde_json::json!({
+            "name": "c",
+            "readinessProbe": {"exec": {"command": ["true"]}, "failureThreshold": 2, "successThreshold": 2, "periodSeconds": 1}
+        }))
+        .unwrap();
+        let now = Instant::now();
+        let mut p = Prober::for_container(&c, now).remove(0);
+        assert!(p.due(now));
+        assert_eq!(p.record(true, now), None);
+        assert_eq!(p.record(true, now), Some(true));
+        assert!(!p.due(now));
+        assert_eq!(p.record(false, now), None);
+        assert_eq!(p.record(false, now), Some(false));
+        assert_eq!(p.verdict, Some(false));
+    }
+}

@@ -1,0 +1,225 @@
+//! netd's serving half for real (root required), without an API server: a throwaway ground
+//! namespace with a bridge, a pod namespace on it, and [`Ground`] applying tables built from
+//! fixture objects. The pod reaches Services by ClusterIP, the API server route reaches a host
+//! loopback listener, and glibc's resolver in the pod finds names through the search list.
+
+use std::net::SocketAddr;
+use std::process::Command;
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::dns::testing::{decode_response, encode_query};
+use super::dns::{Rcode, TYPE_A};
+use super::names::fixtures::{pod, service, slice};
+use super::netns_socket::NetnsSockets;
+use super::netns_socket::testing::{TestNetns, ip};
+use super::*;
+
+/// /etc/netns/<name>/resolv.conf, which `ip netns exec` mounts over /etc/resolv.conf.
+struct ResolvConf(std::path::PathBuf);
+
+impl ResolvConf {
+    fn new(netns: &str, text: &str) -> Self {
+        let dir = Path::new("/etc/netns").join(netns);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("resolv.conf"), text).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for ResolvConf {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn getent(netns: &str, name: &str) -> (bool, String) {
+    let out = Command::new("ip")
+        .args(["netns", "exec", netns, "getent", "ahostsv4", name])
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+async fn read_all(sockets: &NetnsSockets, addr: &str) -> std::io::Result<String> {
+    let mut conn = sockets.tcp_connect(addr.parse().unwrap()).await?;
+    let mut got = String::new();
+    conn.read_to_string(&mut got).await?;
+    Ok(got)
+}
+
+/// Accepts connections and writes `text` to each.
+fn serve_text(listener: tokio::net::TcpListener, text: &'static str) {
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let _ = conn.write_all(text.as_bytes()).await;
+        }
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_reach_services_and_names() {
+    let ground = TestNetns::new("g");
+    let pod_ns = TestNetns::new("p");
+    let g = ground.name.as_str();
+    ip(&["-n", g, "link", "add", "kube0", "type", "bridge"]);
+    ip(&["-n", g, "addr", "add", "10.244.0.1/16", "dev", "kube0"]);
+    ip(&["-n", g, "link", "set", "kube0", "up"]);
+    ip(&[
+        "-n",
+        g,
+        "link",
+        "add",
+        "vethp",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "eth0",
+        "netns",
+        &pod_ns.name,
+    ]);
+    ip(&["-n", g, "link", "set", "vethp", "master", "kube0", "up"]);
+    let p = pod_ns.name.as_str();
+    ip(&["-n", p, "addr", "add", "10.244.0.2/16", "dev", "eth0"]);
+    ip(&["-n", p, "link", "set", "eth0", "up"]);
+    ip(&["-n", p, "route", "add", "default", "via", "10.244.0.1"]);
+
+    let in_pod = NetnsSockets::enter(&pod_ns.path()).unwrap();
+    serve_text(
+        in_pod
+            .tcp_listener("10.244.0.2:8080".parse().unwrap())
+            .await
+            .unwrap(),
+        "backend",
+    );
+    let apiserver = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let apiserver_addr = apiserver.local_addr().unwrap();
+    serve_text(apiserver, "apiserver");
+
+    let services = [
+        service(
+            "default",
+            "web",
+            json!({"clusterIP": "10.96.3.4", "ports": [{"name": "http", "port": 80, "targetPort": "web"}]}),
+        ),
+        service(
+            "default",
+            "idle",
+            json!({"clusterIP": "10.96.3.5", "ports": [{"port": 80}]}),
+        ),
+        service("slurm", "ctld", json!({"clusterIP": "None"})),
+    ];
+    let slices = [
+        slice(
+            "default",
+            "web",
+            json!([{"name": "http", "port": 8080}]),
+            &[("10.244.0.2", Some(true), None)],
+        ),
+        slice(
+            "slurm",
+            "ctld",
+            json!([]),
+            &[("10.244.0.2", Some(true), Some("ctld-0"))],
+        ),
+    ];
+    let pods = [pod("default", "client", "10.244.0.2")];
+    let mut netd = Ground::open(g).await.unwrap();
+    netd.apply(
+        Index::build(&services, &slices, &pods),
+        Routes::build(&services, &slices, apiserver_addr),
+    )
+    .await
+    .unwrap();
+
+    // The proxy, from the pod.
+    assert_eq!(read_all(&in_pod, "10.96.3.4:80").await.unwrap(), "backend");
+    assert_eq!(
+        read_all(&in_pod, "10.96.0.1:443").await.unwrap(),
+        "apiserver"
+    );
+    let rejected = read_all(&in_pod, "10.96.3.5:80").await;
+    assert!(
+        matches!(&rejected, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+        "{rejected:?}"
+    );
+
+    // DNS over UDP and TCP, from the pod.
+    let dns: SocketAddr = "10.96.0.10:53".parse().unwrap();
+    let udp = in_pod
+        .udp_socket("10.244.0.2:0".parse().unwrap())
+        .await
+        .unwrap();
+    let q = encode_query(42, "web.default.svc.cluster.local", TYPE_A);
+    udp.send_to(&q, dns).await.unwrap();
+    let mut buf = [0u8; 512];
+    let (len, _) = udp.recv_from(&mut buf).await.unwrap();
+    let r = decode_response(&buf[..len]);
+    assert_eq!((r.id, r.answers.len()), (42, 1), "{r:?}");
+    assert_eq!(r.answers[0].2.to_string(), "10.96.3.4");
+    let mut tcp = in_pod.tcp_connect(dns).await.unwrap();
+    let q = encode_query(43, "nothing.default.svc.cluster.local", TYPE_A);
+    tcp.write_all(&(q.len() as u16).to_be_bytes())
+        .await
+        .unwrap();
+    tcp.write_all(&q).await.unwrap();
+    let mut len = [0u8; 2];
+    tcp.read_exact(&mut len).await.unwrap();
+    let mut msg = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    tcp.read_exact(&mut msg).await.unwrap();
+    let r = decode_response(&msg);
+    assert_eq!((r.id, r.rcode), (43, Rcode::NxDomain as u16));
+
+    // glibc's resolver in the pod, with the resolv.conf the kubelet writes.
+    let _resolv = ResolvConf::new(
+        p,
+        "nameserver 10.96.0.10\nsearch default.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n",
+    );
+    let lookups = [
+        ("web", Some("10.96.3.4")),
+        ("web.default", Some("10.96.3.4")),
+        ("ctld.slurm", Some("10.244.0.2")),
+        ("ctld-0.ctld.slurm.svc.cluster.local", Some("10.244.0.2")),
+        ("10-244-0-2.default.pod", Some("10.244.0.2")),
+        ("nothing", None),
+        ("example.com", None),
+    ];
+    for (name, want) in lookups {
+        let (pns, owned) = (p.to_string(), name.to_string());
+        let (ok, out) = tokio::task::spawn_blocking(move || getent(&pns, &owned))
+            .await
+            .unwrap();
+        match want {
+            Some(ip) => assert!(ok && out.starts_with(&format!("{ip} ")), "{name}: {out:?}"),
+            None => assert!(!ok, "{name}: {out:?}"),
+        }
+    }
+
+    // Services gone: their listeners and addresses go; DNS stays.
+    let services = [services[1].clone()];
+    netd.apply(
+        Index::build(&services, &[], &pods),
+        Routes::build(&services, &[], apiserver_addr),
+    )
+    .await
+    .unwrap();
+    assert!(read_all(&in_pod, "10.96.3.4:80").await.is_err());
+    let addrs = Command::new("ip")
+        .args(["-n", g, "-4", "-o", "addr", "show", "dev", "lo"])
+        .output()
+        .unwrap();
+    let addrs = String::from_utf8_lossy(&addrs.stdout);
+    assert!(!addrs.contains("10.96.3.4/32"), "{addrs}");
+    assert!(addrs.contains("10.96.0.10/32"), "{addrs}");
+    assert!(addrs.contains("10.96.3.5/32"), "{addrs}");
+    let pns = p.to_string();
+    let (ok, out) = tokio::task::spawn_blocking(move || getent(&pns, "web"))
+        .await
+        .unwrap();
+    assert!(!ok, "{out}");
+}

@@ -1,0 +1,176 @@
+//! `kube-ground netd`: the ground's cluster network daemon, in place of kube-proxy and CoreDNS.
+//! Runs on the host as root; everything it serves is inside the ground's network namespace, on
+//! addresses of its loopback interface ([`addresses`]):
+//!
+//! - a userspace TCP proxy for every Service ClusterIP:port ([`proxy`], [`routes`]), and
+//!   10.96.0.1:443 to the API server on the host's loopback;
+//! - DNS for `cluster.local` on 10.96.0.10:53, UDP and TCP ([`dns_server`], [`names`], [`dns`]).
+//!
+//! It watches Services, EndpointSlices and Pods, and rebuilds both tables from the caches after
+//! every change (a tenth of a second after, to take a burst at once), and every 10 s.
+
+mod addresses;
+mod dns;
+mod dns_server;
+#[cfg(test)]
+mod ground_test;
+mod names;
+mod netns_socket;
+mod proxy;
+mod routes;
+mod services;
+
+use std::collections::BTreeSet;
+use std::fmt::Debug;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::{Notify, watch};
+
+use addresses::Addresses;
+use names::Index;
+use netns_socket::NetnsSockets;
+use proxy::Proxy;
+use routes::{DNS_SERVICE, Routes};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The API server on the host, where `kubernetes.default` (10.96.0.1:443) leads.
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    apiserver: SocketAddr,
+    /// The ground's network namespace (`kube-ground network` makes it).
+    #[arg(long, default_value = "slurm-dev-kube")]
+    netns: String,
+}
+
+pub async fn run(args: Args) -> Result<()> {
+    let mut ground = Ground::open(&args.netns).await?;
+    let client = Client::try_default()
+        .await
+        .context("connecting to the API server (KUBECONFIG)")?;
+    tokio::spawn(services::ensure(client.clone()));
+
+    let changed = Arc::new(Notify::new());
+    let (services, watch_services) = cache::<Service>(client.clone(), changed.clone());
+    let (slices, watch_slices) = cache::<EndpointSlice>(client.clone(), changed.clone());
+    let (pods, watch_pods) = cache::<Pod>(client, changed.clone());
+    tokio::spawn(watch_services);
+    tokio::spawn(watch_slices);
+    tokio::spawn(watch_pods);
+    for ready in [
+        services.wait_until_ready().await,
+        slices.wait_until_ready().await,
+        pods.wait_until_ready().await,
+    ] {
+        ready.context("a watch ended before its first listing")?;
+    }
+    loop {
+        let (svcs, eps) = (services.state(), slices.state());
+        let index = Index::build(&svcs, &eps, &pods.state());
+        ground
+            .apply(index, Routes::build(&svcs, &eps, args.apiserver))
+            .await?;
+        tokio::select! {
+            () = changed.notified() => {}
+            () = tokio::time::sleep(Duration::from_secs(10)) => {}
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// What netd serves in one network namespace.
+struct Ground {
+    netns: String,
+    sockets: NetnsSockets,
+    addresses: Addresses,
+    proxy: Proxy,
+    names: watch::Sender<Arc<Index>>,
+    routes: watch::Sender<Arc<Routes>>,
+    dns_started: bool,
+}
+
+impl Ground {
+    async fn open(netns: &str) -> Result<Self> {
+        let path = Path::new("/run/netns").join(netns);
+        if !path.exists() {
+            bail!("network namespace {netns} does not exist: run `kube-ground network` first");
+        }
+        let sockets = NetnsSockets::enter(&path)?;
+        let addresses = Addresses::open(netns).await?;
+        let names = watch::Sender::new(Arc::new(Index::default()));
+        let routes = watch::Sender::new(Arc::new(Routes::default()));
+        Ok(Self {
+            netns: netns.into(),
+            proxy: Proxy::new(sockets.clone(), routes.subscribe()),
+            sockets,
+            addresses,
+            names,
+            routes,
+            dns_started: false,
+        })
+    }
+
+    /// Serves `index` and `routes` from now on: addresses and listeners follow the routes (the
+    /// DNS server's are there from the first call on, which starts it).
+    async fn apply(&mut self, index: Index, routes: Routes) -> Result<()> {
+        let dns_ip = *DNS_SERVICE.ip();
+        let mut wanted: BTreeSet<_> = routes.addresses().collect();
+        wanted.insert(dns_ip);
+        self.names.send_replace(Arc::new(index));
+        self.routes.send_replace(Arc::new(routes));
+        self.proxy.stop_unrouted();
+        if let Err(e) = self.addresses.remove_others(&wanted).await {
+            tracing::warn!("removing service addresses: {e:#}");
+        }
+        self.addresses
+            .add(&wanted)
+            .await
+            .context("adding service addresses")?;
+        self.proxy.start_routed().await;
+        if !self.dns_started {
+            let addr = SocketAddr::V4(DNS_SERVICE);
+            let udp = self.sockets.udp_socket(addr).await.context("DNS on UDP")?;
+            let tcp = self
+                .sockets
+                .tcp_listener(addr)
+                .await
+                .context("DNS on TCP")?;
+            tokio::spawn(dns_server::serve_udp(udp, self.names.subscribe()));
+            tokio::spawn(dns_server::serve_tcp(tcp, self.names.subscribe()));
+            tracing::info!(%addr, netns = %self.netns, "netd: serving DNS and the Service proxy");
+            self.dns_started = true;
+        }
+        Ok(())
+    }
+}
+
+/// A cache of every `K`, and the watch that fills it, which signals `changed` after each event.
+fn cache<K>(client: Client, changed: Arc<Notify>) -> (Store<K>, impl Future<Output = ()>)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let kind = K::kind(&()).into_owned();
+    let stream = watcher(Api::<K>::all(client), watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .for_each(move |event| {
+            if let Err(e) = event {
+                tracing::warn!("watching {kind}: {e}");
+            }
+            changed.notify_one();
+            futures::future::ready(())
+        });
+    (store, stream)
+}
