@@ -1,0 +1,148 @@
+//! What the tests against a running test ground share: the ground from the env file that
+//! `cargo xtask kube up` writes, kubectl with its kubeconfig, a namespace per test, and waits.
+//! They fail, never skip, when the ground is not up.
+
+#![allow(dead_code)] // each test binary uses a part
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// `cargo xtask kube up` writes it; `KUBE_GROUND_ENV_FILE` names another.
+const ENV_FILE: &str = "/run/slurm-dev/kube/kube.env";
+
+pub struct Ground {
+    kubeconfig: PathBuf,
+    kubectl: PathBuf,
+}
+
+impl Ground {
+    pub fn connect() -> Ground {
+        let file = std::env::var("KUBE_GROUND_ENV_FILE").unwrap_or_else(|_| ENV_FILE.into());
+        let raw = std::fs::read_to_string(&file).unwrap_or_else(|e| {
+            panic!("{file}: {e}; start the test ground first: cargo xtask kube up")
+        });
+        let var = |key: &str| -> PathBuf {
+            raw.lines()
+                .filter_map(|l| l.split_once('='))
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.into())
+                .unwrap_or_else(|| panic!("{key} missing in {file}"))
+        };
+        Ground {
+            kubeconfig: var("KUBECONFIG"),
+            kubectl: var("KUBE_GROUND_KUBECTL"),
+        }
+    }
+
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut child = Command::new(&self.kubectl)
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("running kubectl");
+        if let Some(input) = stdin {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+        }
+        drop(child.stdin.take());
+        child.wait_with_output().unwrap()
+    }
+
+    /// kubectl that must succeed; its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args, None);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn apply(&self, ns: &str, yaml: &str) {
+        let out = self.kubectl(&["apply", "-n", ns, "-f", "-"], Some(yaml));
+        assert!(
+            out.status.success(),
+            "kubectl apply: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A fresh namespace for one test, deleted again when the guard drops.
+    pub fn namespace(&self, prefix: &str) -> Namespace<'_> {
+        let name = format!("{prefix}-{}", std::process::id());
+        let _ = self.kubectl(&["delete", "namespace", &name, "--wait=true"], None);
+        self.ok(&["create", "namespace", &name]);
+        Namespace { ground: self, name }
+    }
+
+    /// A jsonpath of an object, "" while it does not exist.
+    pub fn get(&self, ns: &str, what: &str, jsonpath: &str) -> String {
+        let out = self.kubectl(
+            &["get", "-n", ns, what, "-o", &format!("jsonpath={jsonpath}")],
+            None,
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until `check` holds for the jsonpath's value; panics with the last value after `limit`.
+    pub fn wait_for(
+        &self,
+        ns: &str,
+        what: &str,
+        jsonpath: &str,
+        limit: Duration,
+        check: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let v = self.get(ns, what, jsonpath);
+            if check(&v) {
+                return v;
+            }
+            if Instant::now() > deadline {
+                let describe = self.kubectl(&["get", "-n", ns, what, "-o", "yaml"], None);
+                panic!(
+                    "{ns}/{what} {jsonpath}: still {v:?} after {limit:?}\n{}",
+                    String::from_utf8_lossy(&describe.stdout)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    /// The log of a pod's container, from the kubelet's files (CRI format, message only).
+    pub fn log(&self, ns: &str, pod: &str, container: &str) -> String {
+        let uid = self.get(ns, &format!("pod/{pod}"), "{.metadata.uid}");
+        let path = format!("/var/lib/slurm-dev/kube/logs/pods/{ns}_{pod}_{uid}/{container}/0.log");
+        std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.splitn(4, ' ').nth(3))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+pub struct Namespace<'a> {
+    ground: &'a Ground,
+    pub name: String,
+}
+
+impl Drop for Namespace<'_> {
+    fn drop(&mut self) {
+        let _ = self
+            .ground
+            .kubectl(&["delete", "namespace", &self.name, "--wait=false"], None);
+    }
+}
