@@ -23,9 +23,6 @@ struct Cli {
 enum Cmd {
     /// Registers Node objects and runs the pods bound to them in containers (podman + runc).
     Kubelet(kubelet::Args),
-    /// Internal: one tcpSocket or httpGet probe, run by the kubelet inside a pod's network namespace.
-    #[command(hide = true)]
-    Probe(kubelet::probes::ProbeArgs),
     /// Test-only stand-ins for kube-controller-manager.
     Controllers(controllers::Args),
     /// The Service proxy and cluster DNS inside the ground's network namespace.
@@ -42,10 +39,6 @@ enum Cmd {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    // A probe is a short-lived child of the kubelet: no runtime, no logging.
-    if let Cmd::Probe(args) = cli.cmd {
-        return kubelet::probes::probe_main(args);
-    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
@@ -60,7 +53,6 @@ fn main() -> anyhow::Result<()> {
             Cmd::Kubelet(args) => kubelet::run(args).await,
             Cmd::Controllers(args) => controllers::run(args).await,
             Cmd::Netd(args) => netd::run(args).await,
-            Cmd::Probe(_) => unreachable!("handled above"),
             Cmd::Network => {
                 let net = Network::new(NetConfig::ground());
                 net.ensure_ground().await?;

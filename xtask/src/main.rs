@@ -4,6 +4,8 @@ mod bench;
 mod demo;
 mod fixtures;
 mod generate;
+mod image;
+mod kube;
 mod openapi;
 mod slurm;
 mod test;
@@ -54,6 +56,12 @@ enum Cmd {
         #[arg(long)]
         quick: bool,
     },
+    /// OCI images of the Slurm daemons (Slinky's names and contract), MariaDB and a toolbox, built from
+    /// Debian packages into target/images/*.oci.tar and the local image store (needs root).
+    Image(image::ImageCmd),
+    /// The Kubernetes test ground: etcd and a real API server on 127.0.0.1:6443 (needs root).
+    #[command(subcommand)]
+    Kube(kube::KubeCmd),
     /// slurmrestd's OpenAPI specs.
     #[command(subcommand)]
     Openapi(OpenapiCmd),
@@ -91,5 +99,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Openapi(OpenapiCmd::Fetch) => openapi::fetch(&workspace()),
         Cmd::Fixtures(cmd) => fixtures::run(&workspace(), cmd),
         Cmd::Generate { check } => generate::run(check),
+        Cmd::Image(cmd) => image::run(&workspace(), cmd),
+        Cmd::Kube(cmd) => kube::run(cmd, &workspace()),
     }
 }

@@ -100,6 +100,7 @@ pub fn run(workspace: &Path, cargo_args: &[String]) -> Result<()> {
         }
         Ok(())
     });
+    let _ = crate::kube::ground::down();
     t.print();
     result
 }
@@ -174,6 +175,30 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
     t.phase("xtask tests (cluster lifecycle)", || {
         status(cargo(&["test", "-p", "xtask", "--", "--test-threads=1"]))
     })?;
+    // The Kubernetes test ground: the first phase prints what the uncached build of the API server
+    // (Debian sid packages, openapi-gen, go build) costs; cached, it takes a second.
+    t.phase(
+        "build the Kubernetes test ground's API server (Debian sid packages + Go; cached after the first run)",
+        || crate::kube::apiserver::ensure(workspace).map(drop),
+    )?;
+    t.phase("Kubernetes test ground up (cargo xtask kube up)", || {
+        crate::kube::ground::up(
+            &crate::kube::ground::Shape {
+                nodes: 3,
+                slurm: None,
+            },
+            workspace,
+        )
+        .map(drop)
+    })?;
+    let kube_tests = t.phase(
+        "API server tests (cargo test -p xtask --test kube_apiserver)",
+        || status(cargo(&["test", "-p", "xtask", "--test", "kube_apiserver"])),
+    );
+    t.phase("Kubernetes test ground down", || {
+        crate::kube::ground::down().map(drop)
+    })?;
+    kube_tests?;
     t.phase("start Slurm 24.11 and 26.05 with accounting", || {
         for release in Release::ALL {
             slurm::up(&UpArgs {

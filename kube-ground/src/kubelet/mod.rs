@@ -8,7 +8,7 @@ mod env;
 mod hosts;
 mod images;
 mod node;
-pub mod probes;
+mod probes;
 mod refs;
 pub(crate) mod resources;
 mod status;

@@ -1,6 +1,6 @@
 //! Startup, readiness and liveness probes (exec, tcpSocket, httpGet) with the kubelet's timing
 //! fields. tcpSocket and httpGet run inside the pod's network namespace, where the pod's address
-//! is reachable, through this binary's hidden `probe` subcommand.
+//! is reachable, from a thread that joins that namespace.
 
 use std::time::Duration;
 
@@ -135,59 +135,40 @@ fn port(c: &Container, p: &IntOrString) -> Option<i32> {
     }
 }
 
+/// Runs a tcp or http check from a fresh thread that has joined the pod's network namespace
+/// (a thread of its own: joining changes only the calling thread, which then ends).
 async fn in_netns(netns: &str, args: &[&str], timeout: Duration) -> bool {
-    let Ok(exe) = std::fs::read_link("/proc/self/exe") else {
-        return false;
-    };
-    tokio::process::Command::new("ip")
-        .args(["netns", "exec", netns])
-        .arg(exe)
-        .arg("probe")
-        .args(args)
-        .arg(format!("--timeout-ms={}", timeout.as_millis()))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .status()
-        .await
-        .is_ok_and(|s| s.success())
+    let path = format!("/run/netns/{netns}");
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let ok = std::fs::File::open(&path)
+            .map_err(anyhow::Error::from)
+            .and_then(|ns| Ok(nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET)?))
+            .and_then(|()| check(&args[0], &args[1], args.get(2).map(String::as_str), timeout));
+        let _ = tx.send(ok.is_ok());
+    });
+    rx.await.unwrap_or(false)
 }
 
-/// The hidden `probe` subcommand, run inside a pod's network namespace.
-#[derive(Debug, clap::Args)]
-pub struct ProbeArgs {
-    /// `tcp` or `http`.
-    kind: String,
-    /// host:port
-    target: String,
-    /// The HTTP path.
-    path: Option<String>,
-    #[arg(long, default_value_t = 1000)]
-    timeout_ms: u64,
-}
-
-/// Exits 0 when the target answers: a TCP connection, or an HTTP status from 200 to 399.
-pub fn probe_main(args: ProbeArgs) -> anyhow::Result<()> {
+/// A TCP connection, or an HTTP GET answered with a status from 200 to 399.
+fn check(kind: &str, target: &str, path: Option<&str>, timeout: Duration) -> anyhow::Result<()> {
     use std::io::{Read, Write};
     use std::net::{TcpStream, ToSocketAddrs};
-    let timeout = Duration::from_millis(args.timeout_ms);
-    let addr = args
-        .target
+    let addr = target
         .to_socket_addrs()?
         .next()
-        .ok_or_else(|| anyhow::anyhow!("{}: no address", args.target))?;
+        .ok_or_else(|| anyhow::anyhow!("{target}: no address"))?;
     let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
-    if args.kind == "tcp" {
+    if kind == "tcp" {
         return Ok(());
     }
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
-    let path = args.path.as_deref().unwrap_or("/");
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: kube-probe/1.36\r\nConnection: close\r\n\r\n",
-        args.target
+        "GET {} HTTP/1.1\r\nHost: {target}\r\nUser-Agent: kube-probe/1.36\r\nConnection: close\r\n\r\n",
+        path.unwrap_or("/")
     )?;
     let mut head = [0u8; 32];
     let n = stream.read(&mut head)?;

@@ -183,6 +183,13 @@ impl Runtime {
     /// Copies image `reference` from an OCI image layout (a directory with `index.json` whose
     /// manifests carry `org.opencontainers.image.ref.name`) into the store under that name.
     pub async fn pull_from_layout(&self, layout: &Path, reference: &str) -> Result<()> {
+        // Every copy from a layout is first named after the layout's path: two at once would
+        // tag each other's image.
+        static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let _turn = ONE_AT_A_TIME.lock().await;
+        if self.image_exists(reference).await? {
+            return Ok(());
+        }
         let source = format!("oci:{}:{reference}", layout.display());
         let id = self
             .podman

@@ -3,11 +3,11 @@
 mod cluster;
 pub mod config;
 mod netns;
-mod process;
+pub mod process;
 mod proxy;
 mod release;
 pub mod rootfs;
-mod sh;
+pub mod sh;
 pub mod state;
 
 use std::path::PathBuf;

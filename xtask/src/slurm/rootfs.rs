@@ -134,7 +134,7 @@ fn prepare(root: &Path) -> Result<()> {
     Ok(())
 }
 
-fn ensure_mmdebstrap() -> Result<()> {
+pub fn ensure_mmdebstrap() -> Result<()> {
     if which("mmdebstrap") {
         return Ok(());
     }
@@ -161,7 +161,7 @@ pub fn which(program: &str) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf29ce484222325, |hash, b| {
         (hash ^ u64::from(*b)).wrapping_mul(0x100000001b3)
     })

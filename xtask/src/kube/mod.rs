@@ -1,0 +1,135 @@
+//! `cargo xtask kube …`: the Kubernetes test ground. A real API server, the project's own
+//! (xtask/kube/apiserver, Go, built from the upstream libraries Debian sid packages), with etcd,
+//! both on the host's loopback, so that the operator and the bridge are tested against real
+//! Kubernetes. The kubelet and the controllers come next (`--nodes` and `--slurm` are recorded
+//! for them already).
+
+pub mod apiserver;
+pub mod ground;
+pub mod packages;
+mod parts;
+pub mod state;
+
+use anyhow::{Result, bail};
+use clap::Subcommand;
+
+use crate::slurm::Release;
+
+#[derive(Debug, Subcommand)]
+pub enum KubeCmd {
+    /// Build (once) and start the ground: etcd and the API server on 127.0.0.1:6443.
+    Up(UpArgs),
+    /// Stop the ground, whatever state `up` left it in.
+    Down,
+    /// Show the ground's processes.
+    Status,
+    /// Run Debian sid's kubectl with the ground's kubeconfig, e.g. `cargo xtask kube kubectl -- get ns`.
+    Kubectl {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UpArgs {
+    /// Number of Kubernetes nodes, for the test kubelet (recorded; no kubelet runs yet), 1 to 16.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub nodes: u32,
+    /// Make the nodes the nodes of the running Slurm cluster of this release (recorded for the kubelet).
+    #[arg(long)]
+    pub slurm: Option<Release>,
+}
+
+pub fn run(cmd: KubeCmd, workspace: &std::path::Path) -> Result<()> {
+    if !matches!(cmd, KubeCmd::Status) && !nix::unistd::geteuid().is_root() {
+        bail!("cargo xtask kube needs root (it writes /run/slurm-dev and /var/cache/slurm-dev)");
+    }
+    match cmd {
+        KubeCmd::Up(args) => {
+            let shape = ground::Shape {
+                nodes: args.nodes,
+                slurm: args.slurm,
+            };
+            let (state, built) = ground::up(&shape, workspace)?;
+            print_summary(&state, &built);
+            Ok(())
+        }
+        KubeCmd::Down => {
+            if ground::down()? {
+                eprintln!("Kubernetes test ground stopped");
+            } else {
+                eprintln!("Kubernetes test ground: nothing was running");
+            }
+            Ok(())
+        }
+        KubeCmd::Status => status(),
+        KubeCmd::Kubectl { args } => {
+            let Some(state) = ground::running()? else {
+                bail!(
+                    "the Kubernetes test ground is not running: start it with `cargo xtask kube up`"
+                );
+            };
+            let status = ground::kubectl(&state).args(args).status()?;
+            std::process::exit(status.code().unwrap_or(1));
+        }
+    }
+}
+
+fn print_summary(state: &state::State, built: &apiserver::Built) {
+    let env = state::env_file();
+    let kubeconfig = state::kubeconfig();
+    println!(
+        "Kubernetes test ground: API server https://{}{}\n  kubeconfig: {} (client certificate, system:masters)\n  env file:   {} (`set -a; . {}; set +a`)\n  kubectl:    cargo xtask kube kubectl -- get ns   (or KUBECONFIG={} {} get ns)\n  logs:       {} (audit log: {})\n  nodes:      {} recorded for the kubelet, none running yet{}\n  stop:       cargo xtask kube down",
+        ground::API_ADDR,
+        built
+            .build_secs
+            .map(|s| format!(" (API server built in {s:.0} s)"))
+            .unwrap_or_default(),
+        kubeconfig.display(),
+        env.display(),
+        env.display(),
+        kubeconfig.display(),
+        state.kubectl.display(),
+        state::log_dir().display(),
+        state::audit_log().display(),
+        state.nodes,
+        state
+            .slurm
+            .map(|r| format!(" (standing for Slurm {r}'s nodes)"))
+            .unwrap_or_default(),
+    );
+}
+
+fn status() -> Result<()> {
+    let Some(state) = state::State::load()? else {
+        println!("Kubernetes test ground: not running");
+        return Ok(());
+    };
+    let alive = state
+        .daemons
+        .iter()
+        .filter(|d| crate::slurm::process::is_running(d.pid))
+        .count();
+    println!(
+        "Kubernetes test ground: {}, API https://{}, kubeconfig {}, nodes {} (recorded)",
+        if alive == state.daemons.len() && alive > 0 {
+            "running"
+        } else if alive > 0 {
+            "PARTLY running (`cargo xtask kube down`, then `up` again)"
+        } else {
+            "NOT running (stale state; `cargo xtask kube down` cleans up)"
+        },
+        ground::API_ADDR,
+        state::kubeconfig().display(),
+        state.nodes,
+    );
+    for d in &state.daemons {
+        let s = if crate::slurm::process::is_running(d.pid) {
+            "running"
+        } else {
+            "STOPPED"
+        };
+        println!("  {:<10} pid {:<8} {s}", d.name, d.pid);
+    }
+    Ok(())
+}

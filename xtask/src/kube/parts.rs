@@ -1,0 +1,162 @@
+//! The ground's own processes (the `kube-ground` binary, test-only): the pod network, netd (cluster
+//! DNS and Service routing), the stand-in controllers and scheduler, and the test kubelet, which
+//! runs pods from the images `cargo xtask image` builds (Slurm 26.05 and the toolbox by default).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::state::{self, State};
+use crate::slurm::sh::run;
+
+/// Images every ground has: what the tests' pods and a Slurm 26.05 cluster need.
+const IMAGES: &[&str] = &["toolbox", "26.05"];
+const NODES_READY: Duration = Duration::from_secs(60);
+
+/// The binary, copied out of the target directory so that a later `cargo build` cannot replace it
+/// under the running ground.
+fn binary() -> PathBuf {
+    state::run_dir().join("bin").join("kube-ground")
+}
+
+/// The kubelet's token for pods' service accounts (a line of the API server's token file).
+fn pod_token_file() -> PathBuf {
+    state::pki_dir().join("pod-token")
+}
+
+pub fn node_names(state: &State) -> Vec<String> {
+    (1..=state.nodes)
+        .map(|i| match state.slurm {
+            // The Slurm cluster's own node names, so that pods and Slurm jobs meet on "the same" nodes.
+            Some(_) => format!("node{i}"),
+            None => format!("node-{i}"),
+        })
+        .collect()
+}
+
+/// Builds what the parts need before anything starts: the binary and the images.
+pub fn prepare(workspace: &Path) -> Result<()> {
+    let started = Instant::now();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    run(Command::new(cargo)
+        .current_dir(workspace)
+        .args(["build", "--quiet", "-p", "kube-ground"]))
+    .context("building kube-ground")?;
+    let built = crate::target_dir(workspace)
+        .join("debug")
+        .join("kube-ground");
+    let bin = binary();
+    std::fs::create_dir_all(bin.parent().expect("has a parent"))?;
+    let tmp = bin.with_extension("new");
+    std::fs::copy(&built, &tmp).with_context(|| format!("copying {}", built.display()))?;
+    std::fs::rename(&tmp, &bin)?;
+    crate::image::ensure(workspace, IMAGES)?;
+    eprintln!(
+        "kube-ground and images ready in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Starts the parts; the API server is up and the kubeconfig written.
+pub fn start(
+    state: &mut State,
+    spawn: impl Fn(&mut State, &str, &Path, &[String]) -> Result<()>,
+) -> Result<()> {
+    let bin = binary();
+    run(Command::new(&bin).arg("network")).context("creating the pod network")?;
+    let token = pod_token()?;
+    let nodes = node_names(state);
+    spawn(
+        state,
+        "netd",
+        &bin,
+        &[
+            "netd".into(),
+            format!("--apiserver={}", super::ground::API_ADDR),
+            "--netns=slurm-dev-kube".into(),
+        ],
+    )?;
+    spawn(state, "controllers", &bin, &["controllers".into()])?;
+    spawn(
+        state,
+        "kubelet",
+        &bin,
+        &[
+            "kubelet".into(),
+            format!("--nodes={}", nodes.join(",")),
+            format!("--ca-file={}", state::pki_dir().join("ca.crt").display()),
+            format!("--token-file={}", token.display()),
+            format!("--image-layout={}", crate::image::store_path().display()),
+            "--extended-resource=nvidia.com/gpu=2".into(),
+        ],
+    )?;
+    wait_nodes_ready(state, nodes.len())
+}
+
+/// Removes every container and pod sandbox and the pod network, also after a crash.
+pub fn clean_up() {
+    let bin = binary();
+    if bin.exists() {
+        let _ = Command::new(&bin).args(["cleanup", "--teardown"]).status();
+    }
+}
+
+/// A token the API server accepts for pods' service accounts, added to its token file (which it
+/// re-reads on change); the same one for every pod of the ground.
+fn pod_token() -> Result<PathBuf> {
+    let path = pod_token_file();
+    if path.exists() {
+        return Ok(path);
+    }
+    let mut raw = [0u8; 24];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut raw))
+        .context("reading /dev/urandom")?;
+    let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let tokens = state::pki_dir().join("tokens.csv");
+    let mut csv = std::fs::read_to_string(&tokens).unwrap_or_default();
+    if !csv.is_empty() && !csv.ends_with('\n') {
+        csv.push('\n');
+    }
+    csv.push_str(&format!(
+        "{token},system:serviceaccount:default:default,kube-ground-pods,\"system:serviceaccounts,system:authenticated\"\n"
+    ));
+    std::fs::write(&tokens, csv).with_context(|| format!("writing {}", tokens.display()))?;
+    std::fs::write(&path, &token)?;
+    for p in [&tokens, &path] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(path)
+}
+
+fn wait_nodes_ready(state: &State, want: usize) -> Result<()> {
+    let deadline = Instant::now() + NODES_READY;
+    loop {
+        let out = super::ground::kubectl(state)
+            .args([
+                "get",
+                "nodes",
+                "-o",
+                r#"jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}"#,
+            ])
+            .output()?;
+        let ready = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter(|s| *s == "True")
+            .count();
+        if ready >= want {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "{ready} of {want} nodes Ready after {NODES_READY:?}; see {}",
+                state::log_dir().join("kubelet.log").display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
