@@ -191,10 +191,17 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
         )
         .map(drop)
     })?;
-    let kube_tests = t.phase(
-        "API server tests (cargo test -p xtask --test kube_apiserver)",
-        || status(cargo(&["test", "-p", "xtask", "--test", "kube_apiserver"])),
-    );
+    let kube_tests = t
+        .phase(
+            "API server tests (cargo test -p xtask --test kube_apiserver)",
+            || status(cargo(&["test", "-p", "xtask", "--test", "kube_apiserver"])),
+        )
+        .and_then(|()| {
+            t.phase(
+                "test ground tests: runtime, network, kubelet, controllers, Slurm in pods (cargo test -p kube-ground)",
+                || status(cargo(&["test", "-p", "kube-ground"])),
+            )
+        });
     t.phase("Kubernetes test ground down", || {
         crate::kube::ground::down().map(drop)
     })?;
@@ -215,11 +222,14 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
         .map(|r| slurm::state::env_file(*r).display().to_string())
         .collect();
     t.phase("workspace tests against both clusters", || {
+        // kube-ground's tests need the Kubernetes test ground: they ran in its phase above.
         let mut cmd = cargo(&[
             "test",
             "--workspace",
             "--exclude",
             "xtask",
+            "--exclude",
+            "kube-ground",
             "--all-features",
         ]);
         cmd.args(cargo_args)

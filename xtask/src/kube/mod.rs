@@ -7,7 +7,7 @@
 pub mod apiserver;
 pub mod ground;
 pub mod packages;
-mod parts;
+pub mod parts;
 pub mod state;
 
 use anyhow::{Result, bail};
@@ -17,7 +17,8 @@ use crate::slurm::Release;
 
 #[derive(Debug, Subcommand)]
 pub enum KubeCmd {
-    /// Build (once) and start the ground: etcd and the API server on 127.0.0.1:6443.
+    /// Build (once) and start the ground: etcd and the API server on 127.0.0.1:6443, the pod
+    /// network, DNS and Services, the stand-in controllers and a test kubelet that runs pods.
     Up(UpArgs),
     /// Stop the ground, whatever state `up` left it in.
     Down,
@@ -28,14 +29,21 @@ pub enum KubeCmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Run a command inside the ground's network namespace, where pod IPs, ClusterIPs and Service
+    /// names are reachable, e.g. `cargo xtask kube exec -- curl http://10.96.0.1:443`.
+    Exec {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
 pub struct UpArgs {
-    /// Number of Kubernetes nodes, for the test kubelet (recorded; no kubelet runs yet), 1 to 16.
+    /// Number of Kubernetes nodes the test kubelet registers and runs pods on, 1 to 16.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub nodes: u32,
-    /// Make the nodes the nodes of the running Slurm cluster of this release (recorded for the kubelet).
+    /// Name the nodes after the Slurm cluster's (node1…nodeN, as `cargo xtask slurm up` names them),
+    /// for tests where Kubernetes and Slurm nodes are the same machines.
     #[arg(long)]
     pub slurm: Option<Release>,
 }
@@ -72,6 +80,19 @@ pub fn run(cmd: KubeCmd, workspace: &std::path::Path) -> Result<()> {
             let status = ground::kubectl(&state).args(args).status()?;
             std::process::exit(status.code().unwrap_or(1));
         }
+        KubeCmd::Exec { command } => {
+            if ground::running()?.is_none() {
+                bail!(
+                    "the Kubernetes test ground is not running: start it with `cargo xtask kube up`"
+                );
+            }
+            let status = std::process::Command::new("ip")
+                .args(["netns", "exec", "slurm-dev-kube"])
+                .args(&command)
+                .env("KUBECONFIG", state::kubeconfig())
+                .status()?;
+            std::process::exit(status.code().unwrap_or(1));
+        }
     }
 }
 
@@ -79,7 +100,7 @@ fn print_summary(state: &state::State, built: &apiserver::Built) {
     let env = state::env_file();
     let kubeconfig = state::kubeconfig();
     println!(
-        "Kubernetes test ground: API server https://{}{}\n  kubeconfig: {} (client certificate, system:masters)\n  env file:   {} (`set -a; . {}; set +a`)\n  kubectl:    cargo xtask kube kubectl -- get ns   (or KUBECONFIG={} {} get ns)\n  logs:       {} (audit log: {})\n  nodes:      {} recorded for the kubelet, none running yet{}\n  stop:       cargo xtask kube down",
+        "Kubernetes test ground: API server https://{}{}\n  kubeconfig: {} (client certificate, system:masters)\n  env file:   {} (`set -a; . {}; set +a`)\n  kubectl:    cargo xtask kube kubectl -- get ns   (or KUBECONFIG={} {} get ns)\n  logs:       {} (audit log: {})\n  nodes:      {}{} (pods run for real from the images in {})\n  inside:     cargo xtask kube exec -- <command>   (pod IPs, ClusterIPs and Service names resolve)\n  stop:       cargo xtask kube down",
         ground::API_ADDR,
         built
             .build_secs
@@ -92,11 +113,12 @@ fn print_summary(state: &state::State, built: &apiserver::Built) {
         state.kubectl.display(),
         state::log_dir().display(),
         state::audit_log().display(),
-        state.nodes,
+        parts::node_names(state).join(", "),
         state
             .slurm
-            .map(|r| format!(" (standing for Slurm {r}'s nodes)"))
+            .map(|r| format!(", standing for Slurm {r}'s nodes"))
             .unwrap_or_default(),
+        crate::image::store_path().display(),
     );
 }
 

@@ -43,6 +43,11 @@ pub fn prepare(workspace: &Path) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     run(Command::new(cargo)
         .current_dir(workspace)
+        // As `cargo xtask test` builds: the incremental caches of a one-off build only fill the disk.
+        .env(
+            "CARGO_INCREMENTAL",
+            std::env::var_os("CARGO_INCREMENTAL").unwrap_or("0".into()),
+        )
         .args(["build", "--quiet", "-p", "kube-ground"]))
     .context("building kube-ground")?;
     let built = crate::target_dir(workspace)
