@@ -40,6 +40,9 @@ pub fn node_names(state: &State) -> Vec<String> {
 /// Builds what the parts need before anything starts: the binary and the images.
 pub fn prepare(workspace: &Path) -> Result<()> {
     let started = Instant::now();
+    for (program, package) in [("podman", "podman"), ("runc", "runc"), ("nft", "nftables")] {
+        crate::slurm::rootfs::ensure_program(program, package)?;
+    }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     run(Command::new(cargo)
         .current_dir(workspace)

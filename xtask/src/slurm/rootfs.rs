@@ -135,22 +135,28 @@ fn prepare(root: &Path) -> Result<()> {
 }
 
 pub fn ensure_mmdebstrap() -> Result<()> {
-    if which("mmdebstrap") {
+    ensure_program("mmdebstrap", "mmdebstrap")
+}
+
+/// Installs Debian's `package` with apt-get when `program` is not on the PATH (the only change
+/// made to the host).
+pub fn ensure_program(program: &str, package: &str) -> Result<()> {
+    if which(program) {
         return Ok(());
     }
     eprintln!(
-        "mmdebstrap is missing: installing it with apt-get (host package, nothing else changes)"
+        "{program} is missing: installing {package} with apt-get (host package, nothing else changes)"
     );
     let installed = Command::new("apt-get")
-        .args(["install", "-y", "-qq", "mmdebstrap"])
+        .args(["install", "-y", "-qq", package])
         .env("DEBIAN_FRONTEND", "noninteractive")
         .status()
         .map(|s| s.success())
         .unwrap_or(false);
-    if !installed || !which("mmdebstrap") {
+    if !installed || !which(program) {
         bail!(
-            "mmdebstrap is not installed and `apt-get install mmdebstrap` failed: install it (Debian package \
-             mmdebstrap), run `apt-get update` first if apt cannot find it"
+            "{program} is not installed and `apt-get install {package}` failed: install it (Debian package \
+             {package}), run `apt-get update` first if apt cannot find it"
         );
     }
     Ok(())
