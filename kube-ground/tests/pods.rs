@@ -250,3 +250,77 @@ spec:
         assert_eq!(host.trim(), format!("x-{i}"));
     }
 }
+
+#[test]
+fn pods_reach_each_other_by_service_name_and_by_hostname_subdomain() {
+    let g = Ground::connect();
+    let ns = g.namespace("kg-dns");
+    g.apply(
+        &ns.name,
+        &format!(
+            r#"
+apiVersion: v1
+kind: Service
+metadata: {{name: sub}}
+spec:
+  clusterIP: None
+  selector: {{app: srv}}
+  ports: [{{port: 8080}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: srv-svc}}
+spec:
+  selector: {{app: srv}}
+  ports: [{{port: 80, targetPort: 8080}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: srv, labels: {{app: srv}}}}
+spec:
+  hostname: srv
+  subdomain: sub
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: {IMAGE}
+    command: [sh, -c, 'while true; do echo "hello from $(hostname)" | nc -l -p 8080; done']
+    readinessProbe:
+      tcpSocket: {{port: 8080}}
+      periodSeconds: 1
+"#
+        ),
+    );
+    let ready = r#"{.status.conditions[?(@.type=="Ready")].status}"#;
+    g.wait_for(&ns.name, "pod/srv", ready, Duration::from_secs(60), |s| {
+        s == "True"
+    });
+    g.apply(
+        &ns.name,
+        &format!(
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: client}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: {IMAGE}
+    command: [sh, -c, 'for name in srv.sub:8080 srv-svc:80 srv-svc.{ns}.svc.cluster.local:80; do for try in 1 2 3 4 5; do out=$(nc -w 3 ${{name%:*}} ${{name#*:}} </dev/null) && [ -n "$out" ] && break; sleep 1; done; echo "$name: $out"; [ "$out" = "hello from srv" ] || exit 1; done']
+"#,
+            ns = ns.name
+        ),
+    );
+    let phase = g.wait_for(
+        &ns.name,
+        "pod/client",
+        "{.status.phase}",
+        Duration::from_secs(90),
+        |p| p == "Succeeded" || p == "Failed",
+    );
+    let log = g.log(&ns.name, "client", "main");
+    assert_eq!(phase, "Succeeded", "{log}");
+    assert!(log.contains("srv.sub:8080: hello from srv"), "{log}");
+    assert!(log.contains("srv-svc:80: hello from srv"), "{log}");
+}

@@ -18,9 +18,11 @@ use super::common::{self, Failed};
 pub async fn run(client: Client) -> anyhow::Result<()> {
     let services: Api<Service> = Api::all(client.clone());
     let pods: Api<Pod> = Api::all(client.clone());
-    // Any pod change may change any service's endpoints in its namespace.
-    let (store, writer) = reflector::store::<Service>();
-    Controller::new(services, watcher::Config::default())
+    // Any pod change may change any service's endpoints in its namespace: the services come
+    // from the controller's own cache.
+    let controller = Controller::new(services, watcher::Config::default());
+    let store = controller.store();
+    controller
         .watches(pods, watcher::Config::default(), move |pod: Pod| {
             let ns = pod.namespace();
             store
@@ -30,7 +32,6 @@ pub async fn run(client: Client) -> anyhow::Result<()> {
                 .map(|s| reflector::ObjectRef::from_obj(s.as_ref()))
                 .collect::<Vec<_>>()
         })
-        .reconcile_all_on(futures::stream::empty::<()>())
         .run(
             |svc, client: Arc<Client>| async move {
                 reconcile(&svc, &client)
@@ -46,7 +47,6 @@ pub async fn run(client: Client) -> anyhow::Result<()> {
         )
         .for_each(|_| futures::future::ready(()))
         .await;
-    drop(writer);
     Ok(())
 }
 

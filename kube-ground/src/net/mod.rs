@@ -4,9 +4,11 @@
 //! 10.244.0.0/16 and a default route via the bridge.
 //!
 //! These addresses exist only inside namespaces this module creates. The ground namespace has no
-//! uplink (no interface to the host's namespaces, no forwarding, no NAT), so nothing sent to or from
-//! a pod address ever leaves the machine or reaches the host's own network: pods reach each other
-//! and the ground namespace, and nothing else.
+//! uplink (no interface to the host's namespaces; the forwarding and DNAT that `kube-ground netd`
+//! turns on for Services stay inside it, between its bridge ports), so nothing sent to or from a
+//! pod address ever leaves the machine or reaches the host's own network: pods reach each other
+//! and the ground namespace, and nothing else. Bridge ports are in hairpin mode, for a pod reaching
+//! itself through a Service.
 
 pub mod alloc;
 mod ip;
@@ -187,6 +189,20 @@ impl Network {
             "master",
             &self.cfg.bridge,
             "up",
+        ])
+        .await?;
+        // Hairpin: a pod reaching itself through its Service's DNAT (kube-ground netd) is bridged
+        // back out of the port it came in by.
+        ip::ip(&[
+            "-n",
+            g,
+            "link",
+            "set",
+            &veth,
+            "type",
+            "bridge_slave",
+            "hairpin",
+            "on",
         ])
         .await?;
         let addr = format!("{}/{}", r.ip, self.cfg.prefix_len);

@@ -1,10 +1,13 @@
 //! netd's serving half for real (root required), without an API server: a throwaway ground
-//! namespace with a bridge, a pod namespace on it, and [`Ground`] applying tables built from
-//! fixture objects. The pod reaches Services by ClusterIP, the API server route reaches a host
-//! loopback listener, and glibc's resolver in the pod finds names through the search list.
+//! namespace with a bridge, a client and a backend pod namespace on it, and [`Ground`] applying
+//! tables built from fixture objects. The client reaches Services by ClusterIP (TCP and UDP) and
+//! the backend sees the client's own address; the backend reaches itself through its Service; the
+//! API server route reaches a host loopback listener; and glibc's resolver in the pod finds names
+//! through the search list.
 
 use std::net::SocketAddr;
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -31,6 +34,8 @@ impl ResolvConf {
 impl Drop for ResolvConf {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+        // Only if empty, as it was before (`ip` does not need it).
+        let _ = std::fs::remove_dir("/etc/netns");
     }
 }
 
@@ -52,6 +57,69 @@ async fn read_all(sockets: &NetnsSockets, addr: &str) -> std::io::Result<String>
     Ok(got)
 }
 
+/// Accepts connections and writes the peer's IP address to each.
+fn serve_peer(listener: tokio::net::TcpListener) {
+    tokio::spawn(async move {
+        while let Ok((mut conn, peer)) = listener.accept().await {
+            let _ = conn.write_all(peer.ip().to_string().as_bytes()).await;
+        }
+    });
+}
+
+/// Answers each datagram with the sender's IP address.
+fn serve_peer_udp(socket: tokio::net::UdpSocket) {
+    tokio::spawn(async move {
+        let mut buf = [0u8; 64];
+        while let Ok((_, peer)) = socket.recv_from(&mut buf).await {
+            let _ = socket.send_to(peer.ip().to_string().as_bytes(), peer).await;
+        }
+    });
+}
+
+/// Puts `pod` on the ground's bridge through `veth`, at `addr`/16.
+fn attach(ground: &str, pod: &TestNetns, veth: &str, addr: &str) {
+    let p = pod.name.as_str();
+    ip(&[
+        "-n", ground, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", p,
+    ]);
+    ip(&["-n", ground, "link", "set", veth, "master", "kube0", "up"]);
+    if veth == "vethb" {
+        // The backend's port is left as a kubelet before hairpin mode made it: netd turns it on.
+    } else {
+        ip(&[
+            "-n",
+            ground,
+            "link",
+            "set",
+            veth,
+            "type",
+            "bridge_slave",
+            "hairpin",
+            "on",
+        ]);
+    }
+    ip(&["-n", p, "addr", "add", &format!("{addr}/16"), "dev", "eth0"]);
+    ip(&["-n", p, "link", "set", "eth0", "up"]);
+    ip(&["-n", p, "route", "add", "default", "via", "10.244.0.1"]);
+}
+
+fn nft_table(netns: &str) -> String {
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            netns,
+            "nft",
+            "list",
+            "table",
+            "ip",
+            "kube-ground",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Accepts connections and writes `text` to each.
 fn serve_text(listener: tokio::net::TcpListener, text: &'static str) {
     tokio::spawn(async move {
@@ -69,33 +137,24 @@ async fn pods_reach_services_and_names() {
     ip(&["-n", g, "link", "add", "kube0", "type", "bridge"]);
     ip(&["-n", g, "addr", "add", "10.244.0.1/16", "dev", "kube0"]);
     ip(&["-n", g, "link", "set", "kube0", "up"]);
-    ip(&[
-        "-n",
-        g,
-        "link",
-        "add",
-        "vethp",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "eth0",
-        "netns",
-        &pod_ns.name,
-    ]);
-    ip(&["-n", g, "link", "set", "vethp", "master", "kube0", "up"]);
+    let backend_ns = TestNetns::new("b");
+    attach(g, &pod_ns, "vethp", "10.244.0.2");
+    attach(g, &backend_ns, "vethb", "10.244.0.3");
     let p = pod_ns.name.as_str();
-    ip(&["-n", p, "addr", "add", "10.244.0.2/16", "dev", "eth0"]);
-    ip(&["-n", p, "link", "set", "eth0", "up"]);
-    ip(&["-n", p, "route", "add", "default", "via", "10.244.0.1"]);
 
     let in_pod = NetnsSockets::enter(&pod_ns.path()).unwrap();
-    serve_text(
-        in_pod
-            .tcp_listener("10.244.0.2:8080".parse().unwrap())
+    let in_backend = NetnsSockets::enter(&backend_ns.path()).unwrap();
+    serve_peer(
+        in_backend
+            .tcp_listener("10.244.0.3:8080".parse().unwrap())
             .await
             .unwrap(),
-        "backend",
+    );
+    serve_peer_udp(
+        in_backend
+            .udp_socket("10.244.0.3:7007".parse().unwrap())
+            .await
+            .unwrap(),
     );
     let apiserver = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let apiserver_addr = apiserver.local_addr().unwrap();
@@ -105,7 +164,10 @@ async fn pods_reach_services_and_names() {
         service(
             "default",
             "web",
-            json!({"clusterIP": "10.96.3.4", "ports": [{"name": "http", "port": 80, "targetPort": "web"}]}),
+            json!({"clusterIP": "10.96.3.4", "ports": [
+                {"name": "http", "port": 80, "targetPort": "web"},
+                {"name": "echo", "port": 7, "protocol": "UDP", "targetPort": 7007},
+            ]}),
         ),
         service(
             "default",
@@ -118,8 +180,8 @@ async fn pods_reach_services_and_names() {
         slice(
             "default",
             "web",
-            json!([{"name": "http", "port": 8080}]),
-            &[("10.244.0.2", Some(true), None)],
+            json!([{"name": "http", "port": 8080}, {"name": "echo", "port": 7007, "protocol": "UDP"}]),
+            &[("10.244.0.3", Some(true), None)],
         ),
         slice(
             "slurm",
@@ -137,15 +199,39 @@ async fn pods_reach_services_and_names() {
     .await
     .unwrap();
 
-    // The proxy, from the pod.
-    assert_eq!(read_all(&in_pod, "10.96.3.4:80").await.unwrap(), "backend");
+    // DNAT, from the client pod: the backend sees the client's own address, over TCP and UDP.
+    assert_eq!(
+        read_all(&in_pod, "10.96.3.4:80").await.unwrap(),
+        "10.244.0.2"
+    );
+    let udp = in_pod
+        .udp_socket("10.244.0.2:0".parse().unwrap())
+        .await
+        .unwrap();
+    udp.send_to(b"hi", "10.96.3.4:7").await.unwrap();
+    let mut buf = [0u8; 64];
+    let (len, from) = tokio::time::timeout(Duration::from_secs(5), udp.recv_from(&mut buf))
+        .await
+        .expect("the UDP reply")
+        .unwrap();
+    assert_eq!(
+        (&buf[..len], from.to_string().as_str()),
+        (&b"10.244.0.2"[..], "10.96.3.4:7")
+    );
+    // Hairpin: the backend through its own Service, masqueraded to the gateway.
+    assert_eq!(
+        read_all(&in_backend, "10.96.3.4:80").await.unwrap(),
+        "10.244.0.1"
+    );
+    // The userspace proxy to the host's loopback.
     assert_eq!(
         read_all(&in_pod, "10.96.0.1:443").await.unwrap(),
         "apiserver"
     );
+    // No ready endpoint: the SYN is answered with a reset, as kube-proxy rejects it.
     let rejected = read_all(&in_pod, "10.96.3.5:80").await;
     assert!(
-        matches!(&rejected, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+        matches!(&rejected, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused),
         "{rejected:?}"
     );
 
@@ -200,7 +286,13 @@ async fn pods_reach_services_and_names() {
         }
     }
 
-    // Services gone: their listeners and addresses go; DNS stays.
+    let table = nft_table(g);
+    assert!(
+        table.contains("10.96.3.4") && table.contains("10.96.3.5"),
+        "{table}"
+    );
+
+    // Services gone: their rules go; DNS stays.
     let services = [services[1].clone()];
     netd.apply(
         Index::build(&services, &[], &pods),
@@ -209,6 +301,11 @@ async fn pods_reach_services_and_names() {
     .await
     .unwrap();
     assert!(read_all(&in_pod, "10.96.3.4:80").await.is_err());
+    let table = nft_table(g);
+    assert!(
+        !table.contains("10.96.3.4") && table.contains("10.96.3.5"),
+        "{table}"
+    );
     let addrs = Command::new("ip")
         .args(["-n", g, "-4", "-o", "addr", "show", "dev", "lo"])
         .output()
@@ -216,7 +313,11 @@ async fn pods_reach_services_and_names() {
     let addrs = String::from_utf8_lossy(&addrs.stdout);
     assert!(!addrs.contains("10.96.3.4/32"), "{addrs}");
     assert!(addrs.contains("10.96.0.10/32"), "{addrs}");
-    assert!(addrs.contains("10.96.3.5/32"), "{addrs}");
+    assert!(
+        !addrs.contains("10.96.3.5/32"),
+        "DNAT needs no address: {addrs}"
+    );
+    assert!(addrs.contains("10.96.0.1/32"), "{addrs}");
     let pns = p.to_string();
     let (ok, out) = tokio::task::spawn_blocking(move || getent(&pns, "web"))
         .await

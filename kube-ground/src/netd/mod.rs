@@ -2,8 +2,10 @@
 //! Runs on the host as root; everything it serves is inside the ground's network namespace, on
 //! addresses of its loopback interface ([`addresses`]):
 //!
-//! - a userspace TCP proxy for every Service ClusterIP:port ([`proxy`], [`routes`]), and
-//!   10.96.0.1:443 to the API server on the host's loopback;
+//! - every pod-backed Service ClusterIP:port (TCP and UDP) as nftables DNAT to its ready endpoints,
+//!   keeping the client pod's source address as kube-proxy does ([`nft`], [`routes`]);
+//! - a userspace TCP proxy only for 10.96.0.1:443, to the API server on the host's loopback
+//!   ([`proxy`]);
 //! - DNS for `cluster.local` on 10.96.0.10:53, UDP and TCP ([`dns_server`], [`names`], [`dns`]).
 //!
 //! It watches Services, EndpointSlices and Pods, and rebuilds both tables from the caches after
@@ -16,6 +18,7 @@ mod dns_server;
 mod ground_test;
 mod names;
 mod netns_socket;
+mod nft;
 mod proxy;
 mod routes;
 mod services;
@@ -78,9 +81,11 @@ pub async fn run(args: Args) -> Result<()> {
     loop {
         let (svcs, eps) = (services.state(), slices.state());
         let index = Index::build(&svcs, &eps, &pods.state());
-        ground
-            .apply(index, Routes::build(&svcs, &eps, args.apiserver))
-            .await?;
+        let routes = Routes::build(&svcs, &eps, args.apiserver);
+        // Tried again at the next change or in 10 s.
+        if let Err(e) = ground.apply(index, routes).await {
+            tracing::warn!("netd: {e:#}");
+        }
         tokio::select! {
             () = changed.notified() => {}
             () = tokio::time::sleep(Duration::from_secs(10)) => {}
@@ -107,6 +112,7 @@ impl Ground {
             bail!("network namespace {netns} does not exist: run `kube-ground network` first");
         }
         let sockets = NetnsSockets::enter(&path)?;
+        nft::prepare(netns).await?;
         let addresses = Addresses::open(netns).await?;
         let names = watch::Sender::new(Arc::new(Index::default()));
         let routes = watch::Sender::new(Arc::new(Routes::default()));
@@ -121,14 +127,19 @@ impl Ground {
         })
     }
 
-    /// Serves `index` and `routes` from now on: addresses and listeners follow the routes (the
-    /// DNS server's are there from the first call on, which starts it).
+    /// Serves `index` and `routes` from now on: the DNAT table, addresses and listeners follow the
+    /// routes (the DNS server's are there from the first call on, which starts it).
     async fn apply(&mut self, index: Index, routes: Routes) -> Result<()> {
         let dns_ip = *DNS_SERVICE.ip();
         let mut wanted: BTreeSet<_> = routes.addresses().collect();
         wanted.insert(dns_ip);
+        let rules = nft::ruleset(&routes);
         self.names.send_replace(Arc::new(index));
         self.routes.send_replace(Arc::new(routes));
+        let loaded = nft::load(&self.netns, &rules).await;
+        if let Err(e) = nft::hairpin(&self.netns).await {
+            tracing::warn!("hairpin mode on the bridge ports: {e:#}");
+        }
         self.proxy.stop_unrouted();
         if let Err(e) = self.addresses.remove_others(&wanted).await {
             tracing::warn!("removing service addresses: {e:#}");
@@ -138,6 +149,7 @@ impl Ground {
             .await
             .context("adding service addresses")?;
         self.proxy.start_routed().await;
+        loaded.context("loading the Service DNAT rules")?;
         if !self.dns_started {
             let addr = SocketAddr::V4(DNS_SERVICE);
             let udp = self.sockets.udp_socket(addr).await.context("DNS on UDP")?;

@@ -1,7 +1,7 @@
-//! The userspace Service proxy: one listener per ClusterIP:port in the ground namespace; each
-//! connection goes to the endpoint [`RoundRobin`] picks (connected from the ground namespace), or
-//! to the API server on the host's loopback for the `kubernetes` Service, and bytes are copied both
-//! ways. A connection with nowhere to go is reset at once, as kube-proxy rejects it.
+//! The userspace proxy, only for the routes to the host (the `kubernetes` Service, 10.96.0.1:443, to
+//! the API server on the host's loopback, which no DNAT in the ground namespace can reach): one
+//! listener per such ClusterIP:port in the ground namespace; each connection is made again from
+//! the host's namespace and bytes are copied both ways. Pod-backed Services are DNAT ([`super::nft`]).
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, SocketAddrV4};
@@ -13,14 +13,13 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::netns_socket::NetnsSockets;
-use super::routes::{RoundRobin, Routes, Target};
+use super::routes::{Protocol, Routes, Target};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct Proxy {
     sockets: NetnsSockets,
     routes: watch::Receiver<Arc<Routes>>,
-    turns: Arc<RoundRobin>,
     listeners: HashMap<SocketAddrV4, JoinHandle<()>>,
 }
 
@@ -29,7 +28,6 @@ impl Proxy {
         Self {
             sockets,
             routes,
-            turns: Arc::default(),
             listeners: HashMap::new(),
         }
     }
@@ -38,7 +36,7 @@ impl Proxy {
     pub fn stop_unrouted(&mut self) {
         let routes = self.routes.borrow().clone();
         self.listeners.retain(|at, task| {
-            let keep = routes.0.contains_key(at);
+            let keep = host_target(&routes, *at).is_some();
             if !keep {
                 task.abort();
                 tracing::info!(%at, "proxy: stopped listening");
@@ -52,8 +50,11 @@ impl Proxy {
     pub async fn start_routed(&mut self) {
         let routes = self.routes.borrow().clone();
         self.listeners.retain(|_, task| !task.is_finished());
-        for (at, route) in &routes.0 {
-            if self.listeners.contains_key(at) {
+        for ((proto, at), route) in &routes.0 {
+            if *proto != Protocol::Tcp
+                || !matches!(route.target, Target::Host(_))
+                || self.listeners.contains_key(at)
+            {
                 continue;
             }
             let listener = match self.sockets.tcp_listener(SocketAddr::V4(*at)).await {
@@ -64,18 +65,13 @@ impl Proxy {
                 }
             };
             tracing::info!(%at, service = %route.service, "proxy: listening");
-            let (at, sockets, routes, turns) = (
-                *at,
-                self.sockets.clone(),
-                self.routes.clone(),
-                self.turns.clone(),
-            );
+            let (at, routes) = (*at, self.routes.clone());
             let task = tokio::spawn(async move {
                 loop {
                     match listener.accept().await {
                         Ok((conn, _)) => {
-                            let target = routes.borrow().0.get(&at).map(|r| r.target.clone());
-                            tokio::spawn(forward(conn, at, target, sockets.clone(), turns.clone()));
+                            let target = host_target(&routes.borrow(), at);
+                            tokio::spawn(forward(conn, at, target));
                         }
                         Err(e) => {
                             tracing::warn!(%at, "proxy: accept: {e}");
@@ -89,24 +85,20 @@ impl Proxy {
     }
 }
 
-async fn forward(
-    mut conn: TcpStream,
-    at: SocketAddrV4,
-    target: Option<Target>,
-    sockets: NetnsSockets,
-    turns: Arc<RoundRobin>,
-) {
-    let (to, upstream) = match target {
-        Some(Target::Host(addr)) => (addr, connect(TcpStream::connect(addr)).await),
-        Some(Target::Endpoints(eps)) => match turns.pick(at, &eps) {
-            Some(ep) => {
-                let addr = SocketAddr::V4(ep);
-                (addr, connect(sockets.tcp_connect(addr)).await)
-            }
-            None => return reject(conn, at, "no ready endpoint"),
-        },
-        None => return reject(conn, at, "no such service"),
+/// Where `at` leads on the host, if it is routed there.
+fn host_target(routes: &Routes, at: SocketAddrV4) -> Option<SocketAddr> {
+    match routes.0.get(&(Protocol::Tcp, at))?.target {
+        Target::Host(addr) => Some(addr),
+        Target::Endpoints(_) => None,
+    }
+}
+
+async fn forward(conn: TcpStream, at: SocketAddrV4, target: Option<SocketAddr>) {
+    let Some(to) = target else {
+        return reject(conn, at, "no such service");
     };
+    let upstream = connect(TcpStream::connect(to)).await;
+    let mut conn = conn;
     let mut upstream = match upstream {
         Ok(u) => u,
         Err(e) => return reject(conn, at, &format!("connecting to {to}: {e}")),

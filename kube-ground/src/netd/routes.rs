@@ -1,9 +1,10 @@
-//! Where a connection to a Service's ClusterIP and port goes, as kube-proxy decides it: one of the
-//! ready endpoints in turn, at the port the EndpointSlice gives for the Service port's name. Pure.
+//! Where a connection to a Service's ClusterIP, port and protocol goes, as kube-proxy decides it:
+//! one of the ready endpoints, at the port the EndpointSlice gives for the Service port's name.
+//! Pure.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -16,6 +17,30 @@ use super::names::{ready, slices_of};
 pub const API_SERVICE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 96, 0, 1), 443);
 /// Answered by the DNS server itself, never proxied.
 pub const DNS_SERVICE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 96, 0, 10), 53);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Protocol {
+    Tcp,
+    Udp,
+}
+
+impl Protocol {
+    fn parse(p: Option<&str>) -> Option<Self> {
+        match p {
+            None | Some("TCP") => Some(Self::Tcp),
+            Some("UDP") => Some(Self::Udp),
+            Some(_) => None,
+        }
+    }
+
+    /// As nft writes it.
+    pub fn nft(self) -> &'static str {
+        match self {
+            Self::Tcp => "tcp",
+            Self::Udp => "udp",
+        }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -32,9 +57,10 @@ pub struct Route {
     pub target: Target,
 }
 
-/// ClusterIP:port → route, for every TCP port of every Service with a ClusterIP.
+/// (protocol, ClusterIP:port) → route, for every TCP and UDP port of every Service with a
+/// ClusterIP.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Routes(pub BTreeMap<SocketAddrV4, Route>);
+pub struct Routes(pub BTreeMap<(Protocol, SocketAddrV4), Route>);
 
 impl Routes {
     pub fn build(
@@ -44,7 +70,7 @@ impl Routes {
     ) -> Self {
         let mut routes = BTreeMap::new();
         routes.insert(
-            API_SERVICE,
+            (Protocol::Tcp, API_SERVICE),
             Route {
                 service: "default/kubernetes:https".into(),
                 target: Target::Host(apiserver),
@@ -67,14 +93,17 @@ impl Routes {
                     continue;
                 };
                 let at = SocketAddrV4::new(ip, number);
-                if !is_tcp(port.protocol.as_deref()) || at == API_SERVICE || at == DNS_SERVICE {
+                let Some(proto) = Protocol::parse(port.protocol.as_deref()) else {
+                    continue;
+                };
+                if (proto == Protocol::Tcp && at == API_SERVICE) || at == DNS_SERVICE {
                     continue;
                 }
                 let port_name = port.name.clone().unwrap_or_default();
                 let mut endpoints = Vec::new();
                 for slice in slices_of(slices, ns, name) {
                     let Some(target_port) =
-                        slice_port(slice, &port_name).or_else(|| match &port.target_port {
+                        slice_port(slice, &port_name, proto).or_else(|| match &port.target_port {
                             Some(IntOrString::Int(n)) => u16::try_from(*n).ok(),
                             Some(IntOrString::String(_)) => None,
                             None => Some(number),
@@ -94,7 +123,7 @@ impl Routes {
                 endpoints.sort();
                 endpoints.dedup();
                 routes.insert(
-                    at,
+                    (proto, at),
                     Route {
                         service: format!(
                             "{ns}/{name}:{}",
@@ -108,44 +137,29 @@ impl Routes {
         Routes(routes)
     }
 
-    /// The ClusterIPs that must be local addresses of the ground namespace.
+    /// The ClusterIPs that must be local addresses of the ground namespace: those of the routes
+    /// to the host, served by the userspace proxy (the others are DNAT in prerouting).
     pub fn addresses(&self) -> impl Iterator<Item = Ipv4Addr> + '_ {
-        self.0.keys().map(|a| *a.ip())
+        self.0
+            .iter()
+            .filter(|(_, r)| matches!(r.target, Target::Host(_)))
+            .map(|((_, a), _)| *a.ip())
     }
-}
-
-fn is_tcp(protocol: Option<&str>) -> bool {
-    protocol.is_none_or(|p| p == "TCP")
 }
 
 /// The port the slice gives for the Service port named `name` (the EndpointSlice controller has
 /// resolved a named targetPort into it).
-fn slice_port(slice: &EndpointSlice, name: &str) -> Option<u16> {
+fn slice_port(slice: &EndpointSlice, name: &str, proto: Protocol) -> Option<u16> {
     slice
         .ports
         .iter()
         .flatten()
-        .find(|p| p.name.as_deref().unwrap_or("") == name && is_tcp(p.protocol.as_deref()))
+        .find(|p| {
+            p.name.as_deref().unwrap_or("") == name
+                && Protocol::parse(p.protocol.as_deref()) == Some(proto)
+        })
         .and_then(|p| p.port)
         .and_then(|p| u16::try_from(p).ok())
-}
-
-/// Turns per ClusterIP:port, kept across route rebuilds.
-#[derive(Debug, Default)]
-pub struct RoundRobin(Mutex<HashMap<SocketAddrV4, usize>>);
-
-impl RoundRobin {
-    /// The next endpoint for a connection to `at`; `None` when there is none.
-    pub fn pick(&self, at: SocketAddrV4, endpoints: &[SocketAddrV4]) -> Option<SocketAddrV4> {
-        if endpoints.is_empty() {
-            return None;
-        }
-        let mut turns = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let turn = turns.entry(at).or_default();
-        let chosen = endpoints[*turn % endpoints.len()];
-        *turn = turn.wrapping_add(1);
-        Some(chosen)
-    }
 }
 
 #[cfg(test)]
@@ -156,6 +170,10 @@ mod tests {
 
     fn sa(s: &str) -> SocketAddrV4 {
         s.parse().unwrap()
+    }
+
+    fn tcp(s: &str) -> (Protocol, SocketAddrV4) {
+        (Protocol::Tcp, sa(s))
     }
 
     const APISERVER: &str = "127.0.0.1:6443";
@@ -183,7 +201,7 @@ mod tests {
         )];
         let routes = Routes::build(&services, &slices, APISERVER.parse().unwrap());
         assert_eq!(
-            routes.0[&sa("10.96.3.4:80")],
+            routes.0[&tcp("10.96.3.4:80")],
             Route {
                 service: "default/web:http".into(),
                 target: Target::Endpoints(vec![sa("10.244.0.5:8080"), sa("10.244.0.6:8080")]),
@@ -191,26 +209,21 @@ mod tests {
         );
         // The slice's port wins over the Service's targetPort, as kube-proxy reads it.
         assert_eq!(
-            routes.0[&sa("10.96.3.4:9100")].target,
+            routes.0[&tcp("10.96.3.4:9100")].target,
             Target::Endpoints(vec![sa("10.244.0.5:9101"), sa("10.244.0.6:9101")])
         );
-        assert!(
-            !routes.0.contains_key(&sa("10.96.3.4:53")),
-            "UDP is not proxied"
-        );
         assert_eq!(
-            routes.0[&API_SERVICE].target,
+            routes.0[&(Protocol::Udp, sa("10.96.3.4:53"))].target,
+            Target::Endpoints(vec![sa("10.244.0.5:53"), sa("10.244.0.6:53")]),
+            "UDP too; the slice lacking the port, the Service's own port"
+        );
+        assert!(!routes.0.contains_key(&tcp("10.96.3.4:53")));
+        assert_eq!(
+            routes.0[&(Protocol::Tcp, API_SERVICE)].target,
             Target::Host(APISERVER.parse().unwrap())
         );
         let ips: Vec<Ipv4Addr> = routes.addresses().collect();
-        assert_eq!(
-            ips,
-            [
-                Ipv4Addr::new(10, 96, 0, 1),
-                Ipv4Addr::new(10, 96, 3, 4),
-                Ipv4Addr::new(10, 96, 3, 4)
-            ]
-        );
+        assert_eq!(ips, [Ipv4Addr::new(10, 96, 0, 1)], "only the proxied ones");
     }
 
     #[test]
@@ -246,30 +259,13 @@ mod tests {
         )];
         let routes = Routes::build(&services, &slices, APISERVER.parse().unwrap());
         assert_eq!(
-            routes.0[&sa("10.96.3.5:80")].target,
+            routes.0[&tcp("10.96.3.5:80")].target,
             Target::Endpoints(vec![])
         );
         assert_eq!(routes.0.len(), 2, "{routes:?}");
         assert_eq!(
-            routes.0[&API_SERVICE].target,
+            routes.0[&(Protocol::Tcp, API_SERVICE)].target,
             Target::Host(APISERVER.parse().unwrap())
         );
-    }
-
-    #[test]
-    fn round_robin_per_service_port() {
-        let rr = RoundRobin::default();
-        let eps = [
-            sa("10.244.0.5:80"),
-            sa("10.244.0.6:80"),
-            sa("10.244.0.7:80"),
-        ];
-        let (a, b) = (sa("10.96.3.4:80"), sa("10.96.3.4:81"));
-        let picks: Vec<_> = (0..4).map(|_| rr.pick(a, &eps).unwrap()).collect();
-        assert_eq!(picks, [eps[0], eps[1], eps[2], eps[0]]);
-        assert_eq!(rr.pick(b, &eps), Some(eps[0]), "each port has its own turn");
-        assert_eq!(rr.pick(a, &[]), None);
-        // An endpoint gone: the turn goes on over what is left.
-        assert_eq!(rr.pick(a, &eps[..2]), Some(eps[0]));
     }
 }
