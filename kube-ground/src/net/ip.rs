@@ -21,7 +21,15 @@ pub async fn ip(args: &[&str]) -> Result<()> {
     output(args).await.map(drop)
 }
 
-async fn output(args: &[&str]) -> Result<String> {
+/// Runs `ip -n <netns> <args>` (inside that network namespace); its stdout.
+pub async fn in_netns(netns: &str, args: &[&str]) -> Result<String> {
+    let mut all = vec!["-n", netns];
+    all.extend_from_slice(args);
+    output(&all).await
+}
+
+/// Runs `ip <args>`; its stdout, or an error with the command line and ip's stderr.
+pub async fn output(args: &[&str]) -> Result<String> {
     let line = format!("ip {}", args.join(" "));
     let out = Command::new("ip")
         .args(args)

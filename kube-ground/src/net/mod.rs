@@ -11,7 +11,7 @@
 //! itself through a Service.
 
 pub mod alloc;
-mod ip;
+pub mod ip;
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;

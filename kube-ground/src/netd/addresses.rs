@@ -6,9 +6,9 @@
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
+use kube_ground::net::ip::in_netns as ip;
 use serde::Deserialize;
-use tokio::process::Command;
 
 pub const IFACE: &str = "lo";
 
@@ -81,24 +81,6 @@ impl Addresses {
         }
         Ok(())
     }
-}
-
-async fn ip(netns: &str, args: &[&str]) -> Result<String> {
-    let line = format!("ip -n {netns} {}", args.join(" "));
-    let out = Command::new("ip")
-        .args(["-n", netns])
-        .args(args)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .with_context(|| format!("starting `{line}` (is iproute2 installed?)"))?;
-    if !out.status.success() {
-        bail!(
-            "`{line}` failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
 use super::routes::{Protocol, Routes, Target};
+use kube_ground::net::ip::in_netns as ip;
 
 pub const TABLE: &str = "kube-ground";
 
@@ -148,24 +149,6 @@ pub async fn hairpin(netns: &str) -> Result<()> {
         }
     }
     Ok(())
-}
-
-async fn ip(netns: &str, args: &[&str]) -> Result<String> {
-    let out = Command::new("ip")
-        .args(["-n", netns])
-        .args(args)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .context("starting `ip`")?;
-    if !out.status.success() {
-        bail!(
-            "`ip -n {netns} {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Forwarding, and bridged frames through netfilter, in `netns` only.
