@@ -1,11 +1,9 @@
 //! The test kubelet and the stand-in controllers against the running test ground
 //! (`cargo xtask kube up`): pods run for real from OCI images.
 
-mod ground;
-
 use std::time::{Duration, Instant};
 
-use ground::Ground;
+use test_support::ground::Ground;
 
 const IMAGE: &str = "localhost/slurm-dev/toolbox:latest";
 

@@ -3,11 +3,9 @@
 //! `-Z` that register as dynamic nodes, slurmrestd): `sbatch` runs a 3-node job from a pod, and
 //! `slurm_client::Client` lists the nodes through slurmrestd. What the operator's tests stand on.
 
-mod ground;
-
 use std::time::Duration;
 
-use ground::Ground;
+use test_support::ground::{self, Ground};
 
 const NS: &str = "slurm";
 

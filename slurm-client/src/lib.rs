@@ -108,8 +108,8 @@ mod transport;
 mod version;
 
 pub use auth::{
-    JwtClaims, MintedToken, StaticToken, TokenError, TokenFile, TokenFuture, TokenProvider,
-    mint_hs256,
+    JwtClaims, JwtError, MintedToken, StaticToken, TokenError, TokenFile, TokenFuture,
+    TokenProvider, mint_hs256, verify_hs256,
 };
 pub use builder::ClientBuilder;
 pub use client::Client;

@@ -130,6 +130,7 @@ async fn bad_missing_and_expired_tokens_are_auth_errors() {
                 iat: now() - 7200,
                 exp: now() - 3600,
                 sun: cluster.user().into(),
+                ..Default::default()
             },
         );
         let expired = ClientBuilder::new(cluster.url())
@@ -180,6 +181,7 @@ async fn token_file_rotation_is_picked_up_without_failed_requests() {
                     iat,
                     exp: iat + 600,
                     sun: cluster.user().into(),
+                    ..Default::default()
                 },
             );
             token.expose_secret().to_owned()

@@ -129,6 +129,7 @@ async fn expired_and_bad_tokens_are_reported_never_logged() {
                 exp: unix_now() - 3600,
                 iat: unix_now() - 7200,
                 sun: "root".into(),
+                ..Default::default()
             },
         );
         let expired = expired.expose_secret().to_string();

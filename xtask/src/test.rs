@@ -201,6 +201,22 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
                 "test ground tests: runtime, network, kubelet, controllers, Slurm in pods (cargo test -p kube-ground)",
                 || status(cargo(&["test", "-p", "kube-ground"])),
             )
+        })
+        .and_then(|()| {
+            // One test at a time: each runs an operator and a whole Slurm cluster in pods, and
+            // the operators inside the ground share its network namespace (and so its ports).
+            t.phase(
+                "operator tests on the test ground (cargo test -p slurm-operator)",
+                || {
+                    status(cargo(&[
+                        "test",
+                        "-p",
+                        "slurm-operator",
+                        "--",
+                        "--test-threads=1",
+                    ]))
+                },
+            )
         });
     t.phase("Kubernetes test ground down", || {
         crate::kube::ground::down().map(drop)
@@ -222,7 +238,8 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
         .map(|r| slurm::state::env_file(*r).display().to_string())
         .collect();
     t.phase("workspace tests against both clusters", || {
-        // kube-ground's tests need the Kubernetes test ground: they ran in its phase above.
+        // kube-ground's and slurm-operator's tests need the Kubernetes test ground: they ran in
+        // its phase above.
         let mut cmd = cargo(&[
             "test",
             "--workspace",
@@ -230,6 +247,8 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
             "xtask",
             "--exclude",
             "kube-ground",
+            "--exclude",
+            "slurm-operator",
             "--all-features",
         ]);
         cmd.args(cargo_args)

@@ -182,7 +182,13 @@ fn one(pod: &Pod, v: &Volume, inputs: &Inputs) -> Result<HostVolume> {
     if let Some(claim) = &v.persistent_volume_claim {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let path = inputs.claims_dir.join(ns).join(&claim.claim_name);
-        std::fs::create_dir_all(&path)?;
+        if !path.exists() {
+            // A new claim's directory is world-writable, as the local-path provisioner makes
+            // it: fsGroup does not apply to such host-directory volumes, and a pod running as
+            // a non-root user (slurmctld as 401) must be able to write its state there.
+            std::fs::create_dir_all(&path)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777))?;
+        }
         return Ok(HostVolume {
             path,
             read_only: claim.read_only == Some(true),

@@ -73,10 +73,16 @@ pub fn ruleset(routes: &Routes) -> String {
             "    ct status dnat ip saddr {ip} ip daddr {ip} masquerade"
         );
     }
+    // The rules live in regular chains jumped to from prerouting (pods' traffic) and from output
+    // (processes of the ground namespace itself, e.g. an operator under test run "as in a pod").
     format!(
         "table ip {TABLE}\nflush table ip {TABLE}\ntable ip {TABLE} {{\n  \
-         chain services {{\n    type nat hook prerouting priority dstnat; policy accept;\n{dnat}  }}\n  \
-         chain refuse {{\n    type filter hook prerouting priority dstnat + 10; policy accept;\n{refuse}  }}\n  \
+         chain service-dnat {{\n{dnat}  }}\n  \
+         chain service-refuse {{\n{refuse}  }}\n  \
+         chain services {{\n    type nat hook prerouting priority dstnat; policy accept;\n    jump service-dnat\n  }}\n  \
+         chain services-local {{\n    type nat hook output priority -100; policy accept;\n    jump service-dnat\n  }}\n  \
+         chain refuse {{\n    type filter hook prerouting priority dstnat + 10; policy accept;\n    jump service-refuse\n  }}\n  \
+         chain refuse-local {{\n    type filter hook output priority -90; policy accept;\n    jump service-refuse\n  }}\n  \
          chain snat-hairpin {{\n    type nat hook postrouting priority srcnat; policy accept;\n{hairpin}  }}\n}}\n"
     )
 }
@@ -169,6 +175,23 @@ pub async fn prepare(netns: &str) -> Result<()> {
                 String::from_utf8_lossy(&out.stderr).trim()
             );
         }
+    }
+    // A route for the Service range, so that a process of the ground namespace can connect to a
+    // ClusterIP at all (the output chain then DNATs it, as prerouting does for pods).
+    let routes = ip(
+        netns,
+        &[
+            "-json", "-4", "route", "show", "proto", "kernel", "scope", "link",
+        ],
+    )
+    .await?;
+    #[derive(serde::Deserialize)]
+    struct Route {
+        dev: String,
+    }
+    let routes: Vec<Route> = serde_json::from_str(&routes).unwrap_or_default();
+    if let Some(dev) = routes.iter().map(|r| r.dev.as_str()).find(|d| *d != "lo") {
+        ip(netns, &["route", "replace", "10.96.0.0/16", "dev", dev]).await?;
     }
     Ok(())
 }

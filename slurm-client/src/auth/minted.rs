@@ -87,6 +87,7 @@ impl MintedToken {
             iat,
             exp: iat + self.lifespan.as_secs(),
             sun: self.user.clone(),
+            ..Default::default()
         };
         Ok(mint_hs256(self.key.expose_secret(), &claims))
     }
@@ -146,7 +147,8 @@ mod tests {
             JwtClaims {
                 iat: 1_700_000_000,
                 exp: 1_700_000_600,
-                sun: "alice".into()
+                sun: "alice".into(),
+                ..Default::default()
             }
         );
     }

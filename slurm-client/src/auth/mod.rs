@@ -16,7 +16,7 @@ use std::pin::Pin;
 
 use secrecy::SecretString;
 
-pub use jwt::{JwtClaims, mint_hs256};
+pub use jwt::{JwtClaims, JwtError, mint_hs256, verify_hs256};
 pub use minted::MintedToken;
 pub use static_token::StaticToken;
 pub use token_file::TokenFile;

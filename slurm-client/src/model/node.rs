@@ -171,6 +171,57 @@ impl Node {
         })
     }
 
+    /// Whether the state carries a flag by Slurm's spelling (case-insensitive), including the
+    /// flags this crate has no variant for and keeps as [`NodeFlag::Other`] (`UNDRAIN`,
+    /// `INVALID`, …).
+    pub fn has_flag_named(&self, name: &str) -> bool {
+        self.state_flags
+            .iter()
+            .any(|f| f.as_str().eq_ignore_ascii_case(name))
+    }
+
+    /// Work is happening on it: jobs allocated (`ALLOCATED`, `MIXED`) or finishing
+    /// (`COMPLETING`, which covers epilogs).
+    pub fn is_busy(&self) -> bool {
+        matches!(self.state, NodeState::Allocated | NodeState::Mixed)
+            || self.has_flag(&NodeFlag::Completing)
+    }
+
+    /// An undrain was requested (`UNDRAIN` flag): the drain is being lifted.
+    pub fn is_undrain(&self) -> bool {
+        self.has_flag_named("UNDRAIN")
+    }
+
+    /// A drain is in effect: `DRAIN` set and not being lifted (no `UNDRAIN`). The node may
+    /// still be running jobs; see [`Node::is_drained_idle`].
+    pub fn is_drain(&self) -> bool {
+        self.is_draining() && !self.is_undrain()
+    }
+
+    /// Drained and empty, whatever the base state: a drain is in effect ([`Node::is_drain`])
+    /// and nothing runs there ([`Node::is_busy`]) — the point where its host can be removed
+    /// without killing work. Unlike [`Node::is_drained`] this also holds for `UNKNOWN`,
+    /// `FUTURE` or `ERROR` nodes and fails while `UNDRAIN` is set.
+    pub fn is_drained_idle(&self) -> bool {
+        self.is_drain() && !self.is_busy()
+    }
+
+    /// slurmd does not answer (`NOT_RESPONDING` flag).
+    pub fn is_not_responding(&self) -> bool {
+        self.has_flag(&NodeFlag::NotResponding)
+    }
+
+    /// Set `DOWN` by slurmctld because slurmd stopped answering: base state `DOWN` with a
+    /// reason mentioning `Not responding` (what slurmctld writes) or the `NOT_RESPONDING` flag.
+    pub fn is_down_not_responding(&self) -> bool {
+        self.state == NodeState::Down
+            && (self.is_not_responding()
+                || self
+                    .reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("Not responding")))
+    }
+
     /// GPUs configured (from `tres`, else from `gres`).
     pub fn gpus(&self) -> u64 {
         match self.tres.gpus() {
@@ -355,6 +406,95 @@ mod tests {
         assert!(!node.is_available() && node.is_drained());
         node.state = NodeState::Mixed;
         assert!(node.is_draining() && !node.is_drained());
+    }
+
+    #[test]
+    fn busy_drain_and_responsiveness_predicates() {
+        fn node(state: NodeState, flags: &[&str], reason: Option<&str>) -> Node {
+            Node {
+                state,
+                state_flags: flags.iter().map(|f| NodeFlag::parse(f)).collect(),
+                reason: reason.map(str::to_string),
+                ..Node::default()
+            }
+        }
+        // (state, flags, reason) -> (busy, drain, drained_idle, down_not_responding)
+        type Case = (
+            NodeState,
+            &'static [&'static str],
+            Option<&'static str>,
+            [bool; 4],
+        );
+        let cases: &[Case] = &[
+            (NodeState::Idle, &[], None, [false, false, false, false]),
+            (NodeState::Allocated, &[], None, [true, false, false, false]),
+            (
+                NodeState::Mixed,
+                &["DRAIN"],
+                None,
+                [true, true, false, false],
+            ),
+            (
+                NodeState::Idle,
+                &["COMPLETING", "DRAIN"],
+                None,
+                [true, true, false, false],
+            ),
+            (
+                NodeState::Idle,
+                &["DRAIN"],
+                None,
+                [false, true, true, false],
+            ),
+            (
+                NodeState::Idle,
+                &["DRAIN", "UNDRAIN"],
+                None,
+                [false, false, false, false],
+            ),
+            (
+                NodeState::Unknown,
+                &["DRAIN"],
+                None,
+                [false, true, true, false],
+            ),
+            (
+                NodeState::Down,
+                &["DRAIN"],
+                None,
+                [false, true, true, false],
+            ),
+            (
+                NodeState::Down,
+                &["NOT_RESPONDING"],
+                None,
+                [false, false, false, true],
+            ),
+            (
+                NodeState::Down,
+                &[],
+                Some("Not responding"),
+                [false, false, false, true],
+            ),
+            (
+                NodeState::Idle,
+                &["NOT_RESPONDING"],
+                None,
+                [false, false, false, false],
+            ),
+        ];
+        for (state, flags, reason, want) in cases {
+            let n = node(state.clone(), flags, *reason);
+            let got = [
+                n.is_busy(),
+                n.is_drain(),
+                n.is_drained_idle(),
+                n.is_down_not_responding(),
+            ];
+            assert_eq!(got, *want, "{state:?} {flags:?} {reason:?}");
+        }
+        let n = node(NodeState::Idle, &["undrain", "INVALID"], None);
+        assert!(n.is_undrain() && n.has_flag_named("invalid") && !n.has_flag_named("DRAIN"));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `cargo xtask generate [--check]`: slurmrestd OpenAPI specs + overlay -> progenitor modules.
+//! `cargo xtask generate [--check]`: slurmrestd OpenAPI specs + overlay -> progenitor modules,
+//! and the operator's Rust CRD types -> `slurm-operator/crds/*.yaml`.
 //!
 //! Inputs: the pristine specs `openapi/<version>.json` and the reviewed fixes in
 //! `openapi/overlay.json` (rules explained in `openapi/README.md`). Output: one module per
@@ -6,6 +7,7 @@
 //! naming the stale files, when the committed code differs.
 
 mod codegen;
+mod crds;
 mod overlay;
 mod prune;
 mod rules;
@@ -59,6 +61,7 @@ pub fn run(check: bool) -> Result<()> {
         }
     }
     overlay.check_rules_used(&applied)?;
+    stale.extend(crds::run(&root, check)?);
     if !stale.is_empty() {
         bail!(
             "generated code is stale (regenerate with `cargo xtask generate` and commit):\n  {}",

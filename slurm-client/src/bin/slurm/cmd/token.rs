@@ -55,6 +55,7 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<()> {
         iat,
         exp: iat + args.lifespan.as_secs().max(1),
         sun: user,
+        ..Default::default()
     };
     let token = mint_hs256(&key, &claims);
     crate::output::print(&format!("{}\n", token.expose_secret()))

@@ -1,12 +1,18 @@
-//! What the tests against a running test ground share: the ground from the env file that
-//! `cargo xtask kube up` writes, kubectl with its kubeconfig, a namespace per test, and waits.
-//! They fail, never skip, when the ground is not up.
+//! The Kubernetes test ground (`cargo xtask kube up`) for tests: the ground from the env file
+//! `up` writes, kubectl with its kubeconfig, a namespace per test, waits, pod logs, and processes
+//! started inside the ground's network namespace as if they ran in a pod ([`inside`]).
+//! Tests fail, never skip, when the ground is not up.
 
-#![allow(dead_code)] // each test binary uses a part
+mod forward;
+mod inside;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+pub use forward::forward_into_ground;
+pub use inside::InsideProcess;
 
 /// `cargo xtask kube up` writes it; `KUBE_GROUND_ENV_FILE` names another.
 const ENV_FILE: &str = "/run/slurm-dev/kube/kube.env";
@@ -14,9 +20,16 @@ const ENV_FILE: &str = "/run/slurm-dev/kube/kube.env";
 pub struct Ground {
     kubeconfig: PathBuf,
     kubectl: PathBuf,
+    inside_kubeconfig: OnceLock<PathBuf>,
 }
 
 impl Ground {
+    /// One ground for the whole test process, for helpers that hand out `Namespace<'static>`.
+    pub fn shared() -> &'static Ground {
+        static GROUND: OnceLock<Ground> = OnceLock::new();
+        GROUND.get_or_init(Ground::connect)
+    }
+
     pub fn connect() -> Ground {
         let file = std::env::var("KUBE_GROUND_ENV_FILE").unwrap_or_else(|_| ENV_FILE.into());
         let raw = std::fs::read_to_string(&file).unwrap_or_else(|e| {
@@ -32,7 +45,18 @@ impl Ground {
         Ground {
             kubeconfig: var("KUBECONFIG"),
             kubectl: var("KUBE_GROUND_KUBECTL"),
+            inside_kubeconfig: OnceLock::new(),
         }
+    }
+
+    /// The ground's kubeconfig (API server on the host's loopback).
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// Debian sid's kubectl, as `kube up` found it.
+    pub fn kubectl_path(&self) -> &Path {
+        &self.kubectl
     }
 
     pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
@@ -145,37 +169,4 @@ impl Drop for Namespace<'_> {
             .ground
             .kubectl(&["delete", "namespace", &self.name, "--wait=false"], None);
     }
-}
-
-/// A loopback port on the host whose connections are forwarded to `target` inside the ground's
-/// network namespace (where pod IPs and ClusterIPs are): a connecting thread joins the namespace
-/// first, and a socket stays in the namespace it was made in.
-pub fn forward_into_ground(target: std::net::SocketAddr) -> std::net::SocketAddr {
-    use std::net::{TcpListener, TcpStream};
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(inbound) = conn else { continue };
-            std::thread::spawn(move || {
-                let ns = std::fs::File::open("/run/netns/slurm-dev-kube")
-                    .expect("the ground's network namespace");
-                nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET)
-                    .expect("joining the ground's network namespace");
-                let Ok(outbound) = TcpStream::connect(target) else {
-                    return;
-                };
-                let (mut a, mut b) = (inbound.try_clone().unwrap(), outbound.try_clone().unwrap());
-                let up = std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut a, &mut b);
-                    let _ = b.shutdown(std::net::Shutdown::Write);
-                });
-                let (mut a, mut b) = (outbound, inbound);
-                let _ = std::io::copy(&mut a, &mut b);
-                let _ = b.shutdown(std::net::Shutdown::Write);
-                let _ = up.join();
-            });
-        }
-    });
-    addr
 }

@@ -1,0 +1,216 @@
+//! `slurm-operator`: runs Slurm clusters on Kubernetes from Slinky-compatible custom resources.
+//!
+//! `slurm-operator run` watches the six kinds and their children; `slurm-operator crds` prints
+//! (or writes) the CRD manifests generated from the Rust types.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use slurm_operator::reconcile::{self, Context, Scope};
+use slurm_operator::slurm::SlurmClusters;
+use slurm_operator::telemetry::{self, Metrics, http::Readiness, logs::LogFormat};
+use slurm_operator::{crd, leader, webhook};
+
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the operator against the cluster of the kubeconfig (or the in-cluster config).
+    Run(Box<RunArgs>),
+    /// Print the CRDs as YAML, or write one file per CRD into a directory.
+    Crds {
+        /// Write `slinky.slurm.net_<plural>.yaml` files here instead of printing.
+        #[arg(long)]
+        out_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Namespaces to watch, comma-separated; empty: all namespaces.
+    #[arg(
+        long,
+        env = "SLURM_OPERATOR_NAMESPACES",
+        value_delimiter = ',',
+        default_value = ""
+    )]
+    namespaces: Vec<String>,
+    /// Hold a Lease so that only one replica acts.
+    #[arg(long, env = "SLURM_OPERATOR_LEADER_ELECT")]
+    leader_elect: bool,
+    /// Namespace of the leader-election Lease (default: the pod's namespace, else `default`).
+    #[arg(long, env = "SLURM_OPERATOR_LEADER_ELECT_NAMESPACE")]
+    leader_elect_namespace: Option<String>,
+    /// Address of /healthz and /readyz; `0` turns them off.
+    #[arg(
+        long,
+        env = "SLURM_OPERATOR_HEALTH_ADDR",
+        default_value = "0.0.0.0:8081"
+    )]
+    health_addr: String,
+    /// Address of /metrics; `0` turns it off.
+    #[arg(
+        long,
+        env = "SLURM_OPERATOR_METRICS_ADDR",
+        default_value = "0.0.0.0:8080"
+    )]
+    metrics_addr: String,
+    /// How often each cluster's Slurm nodes are polled (an unchanged cluster answers in a few bytes).
+    #[arg(long, env = "SLURM_OPERATOR_SLURM_POLL", default_value = "5s", value_parser = parse_duration)]
+    slurm_poll: Duration,
+    /// The cluster's DNS domain (default: read from /etc/resolv.conf, else `cluster.local`).
+    #[arg(long, env = "SLURM_OPERATOR_CLUSTER_DOMAIN")]
+    cluster_domain: Option<String>,
+    /// Log line format.
+    #[arg(
+        long,
+        env = "SLURM_OPERATOR_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    log_format: LogFormat,
+    #[command(flatten)]
+    webhook: webhook::WebhookArgs,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Crds { out_dir: None } => {
+            for (_, yaml) in crd::yaml_files() {
+                print!("---\n{yaml}");
+            }
+            Ok(())
+        }
+        Command::Crds { out_dir: Some(dir) } => {
+            for path in crd::print::write_dir(&dir)
+                .with_context(|| format!("writing CRDs into {}", dir.display()))?
+            {
+                eprintln!("wrote {}", path.display());
+            }
+            Ok(())
+        }
+        Command::Run(args) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(run(*args)),
+    }
+}
+
+async fn run(args: RunArgs) -> anyhow::Result<()> {
+    telemetry::logs::init(args.log_format);
+    // kube's rustls needs a process-wide crypto provider; ring is what slurm-client uses too.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = kube::Client::try_default()
+        .await
+        .context("cannot reach the Kubernetes API server (KUBECONFIG or in-cluster config)")?;
+    let metrics = Arc::new(Metrics::default());
+    let ready = Readiness::default();
+    tokio::spawn({
+        let (health, metrics_addr) = (addr(&args.health_addr)?, addr(&args.metrics_addr)?);
+        let (metrics, ready) = (metrics.clone(), ready.clone());
+        async move {
+            if let Err(e) = telemetry::http::serve(health, metrics_addr, metrics, ready).await {
+                tracing::error!(error = %e, "health/metrics server stopped");
+                std::process::exit(1);
+            }
+        }
+    });
+
+    // Every replica answers admission reviews, leader or not.
+    tokio::spawn({
+        let (args, client) = (args.webhook.clone(), client.clone());
+        async move {
+            if let Err(e) = webhook::serve(args, client).await {
+                tracing::error!(error = %e, "admission webhook stopped");
+                std::process::exit(1);
+            }
+        }
+    });
+
+    let leader = if args.leader_elect {
+        let namespace = args
+            .leader_elect_namespace
+            .clone()
+            .or_else(|| std::env::var("POD_NAMESPACE").ok())
+            .unwrap_or_else(|| "default".into());
+        Some(leader::acquire(client.clone(), &namespace).await?)
+    } else {
+        None
+    };
+
+    let (changed_tx, changed_rx) = tokio::sync::mpsc::unbounded_channel();
+    let slurm = SlurmClusters::new(args.slurm_poll, changed_tx);
+    let cluster_domain = args.cluster_domain.clone().unwrap_or_else(cluster_domain);
+    let ctx = Arc::new(Context::new(client, metrics, slurm, cluster_domain));
+    let slurm_changes = reconcile::nodeset::SlurmChanges::fan_out(changed_rx);
+
+    let mut watchers = tokio::task::JoinSet::new();
+    for scope in Scope::from_list(&args.namespaces) {
+        tracing::info!(?scope, "watching");
+        watchers.spawn(reconcile::controller::run(scope.clone(), ctx.clone()));
+        watchers.spawn(reconcile::restapi::run(scope.clone(), ctx.clone()));
+        watchers.spawn(reconcile::accounting::run(scope.clone(), ctx.clone()));
+        watchers.spawn(reconcile::token::run(scope.clone(), ctx.clone()));
+        watchers.spawn(reconcile::nodeset::run(
+            scope.clone(),
+            ctx.clone(),
+            slurm_changes.subscribe(),
+        ));
+    }
+    ready.set_ready();
+
+    tokio::select! {
+        _ = watchers.join_next() => anyhow::bail!("a watcher stopped"),
+        _ = async {
+            match leader {
+                Some(l) => leader::lost(l).await,
+                None => std::future::pending().await,
+            }
+        } => anyhow::bail!("lost the leader-election lease; exiting so that a restart re-joins the election"),
+        _ = tokio::signal::ctrl_c() => {
+            tracing::info!("interrupted; stopping");
+            Ok(())
+        }
+    }
+}
+
+fn addr(text: &str) -> anyhow::Result<Option<SocketAddr>> {
+    if text == "0" || text.is_empty() {
+        return Ok(None);
+    }
+    let text = if text.starts_with(':') {
+        format!("0.0.0.0{text}")
+    } else {
+        text.to_owned()
+    };
+    text.parse()
+        .map(Some)
+        .with_context(|| format!("not a listen address: {text:?} (e.g. 0.0.0.0:8080, :8080 or 0)"))
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    crd::parse_go_duration(text).ok_or_else(|| format!("not a duration: {text:?} (e.g. 5s, 1m)"))
+}
+
+/// The cluster domain from the `search` line of /etc/resolv.conf (`<ns>.svc.<domain>`).
+fn cluster_domain() -> String {
+    std::fs::read_to_string("/etc/resolv.conf")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .filter(|l| l.starts_with("search"))
+                .flat_map(|l| l.split_whitespace().skip(1))
+                .find_map(|d| d.strip_prefix("svc.").map(str::to_owned))
+        })
+        .unwrap_or_else(|| "cluster.local".into())
+}

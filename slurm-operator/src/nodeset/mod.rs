@@ -1,0 +1,35 @@
+//! NodeSet decisions (StatefulSet scaling mode), as pure functions of what the reconciler
+//! observed: which pods to create, which to drain and then delete, cordon sync between
+//! Kubernetes nodes and Slurm drains, `SlurmNodeState*` pod conditions, the `pod-protect`
+//! label, `pod-deadline` and the status counters. Nothing here talks to the API server or to
+//! Slurm; [`plan::plan`] returns a [`Plan`] that the reconciler applies.
+//!
+//! Safety rules that hold throughout: a pod is deleted only once its Slurm node is drained
+//! and idle (or not registered); when the Slurm listing failed nothing is deleted, drained or
+//! undrained; a drain whose reason lacks [`drain::REASON_PREFIX`] belongs to someone else and
+//! is never lifted; terminating pods are counted but never acted on.
+
+pub mod conditions;
+pub mod cordon;
+pub mod deadline;
+pub mod drain;
+pub mod plan;
+pub mod status;
+pub mod update;
+pub mod victims;
+pub mod view;
+
+#[cfg(test)]
+mod tests;
+
+pub use conditions::{CONDITION_PREFIX, SlurmCondition, slurm_conditions};
+pub use drain::{Drain, REASON_PREFIX, Undrain};
+pub use plan::{
+    AnnotationChange, DeleteReason, Plan, PlanInput, PodConditions, PodToCreate, PodToDelete,
+    ProtectChange, plan,
+};
+pub use status::{NodeSetCounters, ReplicaCounts, SlurmCounts};
+pub use view::{
+    MaxUnavailable, NodeProblem, NodeSetView, PodPhase, PodView, SlurmUnavailable, SlurmView,
+    UpdateStrategy,
+};

@@ -1,0 +1,339 @@
+//! One reconcile pass of a NodeSet (StatefulSet mode) as a list of actions.
+//!
+//! Order of decisions, as Slinky runs its steps: deadlines and cordon sync first (they feed
+//! the deletion order), then scaling (create at the lowest free ordinals, or condemn the
+//! first pods in deletion order), then, at the right size, leftover pods of the other
+//! scaling mode, terminal pods and the rolling update. Condemned pods are drained before
+//! they are deleted. Terminating pods are counted and otherwise left alone.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use slurm_client::model::Node;
+
+use super::conditions::{SlurmCondition, slurm_conditions};
+use super::cordon::{self, CordonSync};
+use super::deadline;
+use super::drain::{Drain, ExistingReason, Undrain, drain};
+use super::status::{NodeSetCounters, replica_counts, slurm_counts};
+use super::update::rolling_update_victims;
+use super::victims::{Candidate, sort_for_deletion};
+use super::view::{NodeSetView, PodPhase, PodView, SlurmView, UpdateStrategy};
+use crate::render::labels::{ANNOTATION_POD_CORDON, ANNOTATION_POD_DEADLINE};
+
+/// Requeue while a condemned pod waits for its Slurm node to drain, and Slinky's base.
+pub const DRAIN_REQUEUE: Duration = Duration::from_secs(30);
+
+/// Everything the reconciler observed for one NodeSet.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanInput<'a> {
+    pub nodeset: &'a NodeSetView,
+    /// Every pod the NodeSet owns, terminating ones included.
+    pub pods: &'a [PodView],
+    pub slurm: SlurmView<'a>,
+    /// Latest time-limit end of the running jobs, per Slurm node (see [`deadline`]); `None`
+    /// when the job listing was not made or failed: `pod-deadline` is left as it is.
+    pub deadlines: Option<&'a HashMap<String, Timestamp>>,
+    pub now: Timestamp,
+}
+
+/// A pod to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodToCreate {
+    pub ordinal: u32,
+    /// `<nodeset>-<padded ordinal>`.
+    pub name: String,
+}
+
+/// Why a pod is deleted (for events and logs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteReason {
+    /// More pods than replicas.
+    ScaleIn,
+    /// Old revision, replaced by the rolling update.
+    Update,
+    /// Left over from the other scaling mode.
+    ScalingMode,
+    /// Phase Failed or Succeeded: slurmd is gone; the pod is recreated.
+    Terminal,
+    /// Running and available, but its Slurm node is not registered.
+    NotRegistered,
+}
+
+/// A pod to delete now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodToDelete {
+    pub pod: String,
+    pub reason: DeleteReason,
+}
+
+/// Set (`Some`) or remove (`None`) an annotation on a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnnotationChange {
+    pub pod: String,
+    pub key: &'static str,
+    pub value: Option<String>,
+}
+
+/// Set (`true`) or remove the `pod-protect` label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtectChange {
+    pub pod: String,
+    pub protect: bool,
+}
+
+/// The complete set of `SlurmNodeState*` conditions a pod should carry (others with that
+/// prefix are removed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodConditions {
+    pub pod: String,
+    pub conditions: Vec<SlurmCondition>,
+}
+
+/// The actions of one pass. Apply order: annotations, drains and undrains, creates, deletes,
+/// labels, pod conditions, status.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Plan {
+    pub create: Vec<PodToCreate>,
+    pub delete: Vec<PodToDelete>,
+    pub annotations: Vec<AnnotationChange>,
+    pub drain: Vec<Drain>,
+    pub undrain: Vec<Undrain>,
+    pub protect: Vec<ProtectChange>,
+    /// Pods not listed keep their conditions (the Slurm listing failed).
+    pub conditions: Vec<PodConditions>,
+    /// Condemned pods waiting for their Slurm node to drain and go idle.
+    pub waiting_for_drain: Vec<String>,
+    /// Condemned pods kept because Slurm could not be asked.
+    pub held: Vec<String>,
+    pub status: NodeSetCounters,
+    /// When to look again: 30 s, longer when `minReadySeconds` + 1 s is longer and some
+    /// ready pod is not yet available (Slinky keeps the largest requested delay).
+    pub requeue_after: Duration,
+}
+
+/// Plans one pass.
+pub fn plan(input: &PlanInput<'_>) -> Plan {
+    let ns = input.nodeset;
+    let nodes = match input.slurm {
+        SlurmView::Nodes(nodes) => Some(nodes),
+        _ => None,
+    };
+    let mut plan = Plan::default();
+    let live: Vec<&PodView> = input.pods.iter().filter(|p| !p.deleting).collect();
+
+    // Deadlines and cordon sync come first: the deletion order sees their results.
+    let mut cordon_syncs: HashMap<&str, CordonSync> = HashMap::new();
+    let mut candidates: HashMap<&str, Candidate<'_>> = HashMap::new();
+    for &pod in &live {
+        let mut c = Candidate::of(pod);
+        if let Some(deadlines) = input.deadlines {
+            c.deadline = deadlines.get(&pod.slurm_node).copied();
+            if c.deadline.map(deadline::truncate) != pod.deadline.map(deadline::truncate) {
+                plan.annotations.push(AnnotationChange {
+                    pod: pod.name.clone(),
+                    key: ANNOTATION_POD_DEADLINE,
+                    value: c.deadline.map(deadline::format),
+                });
+            }
+        }
+        if let Some(nodes) = nodes {
+            let key = pod.key(&ns.namespace);
+            let sync = cordon::sync(pod, nodes.get(&pod.slurm_node), &key);
+            // Only a new cordon counts: a pod cordoned for an earlier condemnation must keep
+            // sorting first, or every pass would pick another victim.
+            c.cordoned = pod.cordoned || sync.cordon == Some(true);
+            cordon_syncs.insert(&pod.name, sync);
+        }
+        candidates.insert(&pod.name, c);
+    }
+    let candidate = |pod: &PodView| candidates[pod.name.as_str()];
+
+    let mode_pods = input.pods.iter().filter(|p| !p.wrong_scaling_mode);
+    let count = mode_pods.clone().count() as u32;
+    let terminating = mode_pods.filter(|p| p.deleting).count() as u32;
+    let mode_live: Vec<&PodView> = live
+        .iter()
+        .copied()
+        .filter(|p| !p.wrong_scaling_mode)
+        .collect();
+
+    let mut condemned: Vec<(&PodView, DeleteReason)> = Vec::new();
+    if count < ns.replicas {
+        let used: BTreeSet<u32> = input.pods.iter().filter_map(|p| p.ordinal).collect();
+        plan.create = (0..)
+            .filter(|o| !used.contains(o))
+            .take((ns.replicas - count) as usize)
+            .map(|ordinal| PodToCreate {
+                ordinal,
+                name: ns.pod_name(ordinal),
+            })
+            .collect();
+    } else if count > ns.replicas {
+        // Terminating pods are already on their way out and make up part of the excess.
+        let excess = (count - ns.replicas).saturating_sub(terminating) as usize;
+        let mut order: Vec<Candidate<'_>> = mode_live.iter().map(|p| candidate(p)).collect();
+        sort_for_deletion(&mut order);
+        condemned.extend(
+            order
+                .into_iter()
+                .take(excess)
+                .map(|c| (c.pod, DeleteReason::ScaleIn)),
+        );
+    } else {
+        condemned.extend(
+            live.iter()
+                .filter(|p| p.wrong_scaling_mode)
+                .map(|p| (*p, DeleteReason::ScalingMode)),
+        );
+        let (terminal, running): (Vec<&PodView>, Vec<&PodView>) = mode_live
+            .iter()
+            .partition(|p| matches!(p.phase, Some(PodPhase::Failed | PodPhase::Succeeded)));
+        for pod in terminal {
+            delete(&mut plan, pod, DeleteReason::Terminal);
+        }
+        if let UpdateStrategy::RollingUpdate { max_unavailable } = ns.update {
+            let pool: Vec<Candidate<'_>> = running.iter().map(|p| candidate(p)).collect();
+            condemned.extend(
+                rolling_update_victims(ns, max_unavailable, &pool, input.now)
+                    .into_iter()
+                    .map(|c| (c.pod, DeleteReason::Update)),
+            );
+        }
+    }
+
+    for (pod, reason) in &condemned {
+        condemn(&mut plan, input, pod, *reason);
+    }
+
+    // Pods whose slurmd should be registered by now but is not (Slinky's `SlurmNodes`).
+    if let Some(nodes) = nodes {
+        for pod in &mode_live {
+            if is_settled(&plan, &condemned, pod)
+                || pod.slurm_node.is_empty()
+                || nodes.contains_key(&pod.slurm_node)
+                || !pod.is_healthy()
+                || !pod.is_available(ns.min_ready_seconds, input.now)
+            {
+                continue;
+            }
+            delete(&mut plan, pod, DeleteReason::NotRegistered);
+        }
+    }
+
+    for &pod in &live {
+        if is_settled(&plan, &condemned, pod) {
+            continue;
+        }
+        if let Some(sync) = cordon_syncs.remove(pod.name.as_str()) {
+            if let Some(cordon) = sync.cordon {
+                set_cordon(&mut plan, pod, cordon);
+            }
+            plan.drain.extend(sync.drain);
+            plan.undrain.extend(sync.undrain);
+        }
+    }
+
+    for &pod in &live {
+        match input.slurm {
+            SlurmView::Nodes(nodes) => {
+                let node = nodes.get(&pod.slurm_node);
+                let protect = ns.workload_disruption_protection && node.is_some_and(Node::is_busy);
+                if protect != pod.protected {
+                    plan.protect.push(ProtectChange {
+                        pod: pod.name.clone(),
+                        protect,
+                    });
+                }
+                plan.conditions.push(PodConditions {
+                    pod: pod.name.clone(),
+                    conditions: slurm_conditions(node),
+                });
+            }
+            SlurmView::NotConfigured => plan.conditions.push(PodConditions {
+                pod: pod.name.clone(),
+                conditions: Vec::new(),
+            }),
+            SlurmView::Unavailable => {}
+        }
+    }
+
+    dedupe_slurm_actions(&mut plan);
+
+    plan.status = NodeSetCounters {
+        pods: replica_counts(ns, input.pods, input.now),
+        slurm: match input.slurm {
+            SlurmView::Nodes(nodes) => Some(slurm_counts(input.pods, nodes)),
+            SlurmView::NotConfigured => Some(Default::default()),
+            SlurmView::Unavailable => None,
+        },
+    };
+    plan.requeue_after = DRAIN_REQUEUE;
+    if plan.status.pods.ready != plan.status.pods.available {
+        let wait = Duration::from_secs(u64::from(ns.min_ready_seconds) + 1);
+        plan.requeue_after = plan.requeue_after.max(wait);
+    }
+    plan
+}
+
+/// Drain before delete: delete once the Slurm node is drained and idle (or not registered,
+/// or there is no Slurm), else cordon the pod and drain its node; keep it when Slurm cannot
+/// be asked.
+fn condemn(plan: &mut Plan, input: &PlanInput<'_>, pod: &PodView, why: DeleteReason) {
+    let nodes = match input.slurm {
+        SlurmView::Unavailable => {
+            plan.held.push(pod.name.clone());
+            return;
+        }
+        SlurmView::NotConfigured => return delete(plan, pod, why),
+        SlurmView::Nodes(nodes) => nodes,
+    };
+    let Some(node) = nodes.get(&pod.slurm_node) else {
+        return delete(plan, pod, why);
+    };
+    if node.is_drained_idle() {
+        return delete(plan, pod, why);
+    }
+    if !pod.cordoned {
+        set_cordon(plan, pod, true);
+    }
+    let reason = format!(
+        "Pod ({}) is pending termination for scale-in",
+        pod.key(&input.nodeset.namespace)
+    );
+    plan.drain
+        .extend(drain(node, &reason, ExistingReason::ReplaceOurs));
+    plan.waiting_for_drain.push(pod.name.clone());
+}
+
+fn delete(plan: &mut Plan, pod: &PodView, reason: DeleteReason) {
+    plan.delete.push(PodToDelete {
+        pod: pod.name.clone(),
+        reason,
+    });
+}
+
+fn set_cordon(plan: &mut Plan, pod: &PodView, cordon: bool) {
+    plan.annotations.push(AnnotationChange {
+        pod: pod.name.clone(),
+        key: ANNOTATION_POD_CORDON,
+        value: cordon.then(|| "true".to_string()),
+    });
+}
+
+/// Already condemned or deleted in this pass.
+fn is_settled(plan: &Plan, condemned: &[(&PodView, DeleteReason)], pod: &PodView) -> bool {
+    condemned.iter().any(|(p, _)| p.name == pod.name)
+        || plan.delete.iter().any(|d| d.pod == pod.name)
+}
+
+/// One Slurm action per node; a node both drained and undrained (two pods claiming one
+/// hostname) is only drained.
+fn dedupe_slurm_actions(plan: &mut Plan) {
+    let mut seen = BTreeSet::new();
+    plan.drain.retain(|d| seen.insert(d.node.clone()));
+    let mut undrained = BTreeSet::new();
+    plan.undrain
+        .retain(|u| !seen.contains(&u.node) && undrained.insert(u.node.clone()));
+}

@@ -1,0 +1,88 @@
+//! Accounting: slurmdbd's StatefulSet, Service and `slurmdbd.conf` Secret `N-accounting`
+//! (nothing for an external slurmdbd).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use kube::ResourceExt;
+use kube::runtime::controller::{Action, Controller as Runner};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+
+use super::apply::apply;
+use super::conditions::{self, Wanted};
+use super::{Context, Error, Scope, secrets};
+use crate::crd::Accounting;
+use crate::render;
+
+/// Watches Accountings in `scope`, their children and the Secrets they read.
+pub async fn run(scope: Scope, ctx: Arc<Context>) {
+    let wc = watcher::Config::default;
+    let runner = Runner::new(scope.api::<Accounting>(&ctx.client), wc());
+    let store = runner.store();
+    let runner = runner
+        .owns(scope.api::<StatefulSet>(&ctx.client), wc())
+        .owns(scope.api::<Service>(&ctx.client), wc())
+        .owns(scope.api::<Secret>(&ctx.client), wc())
+        .watches(scope.api::<Secret>(&ctx.client), wc(), move |s| {
+            store
+                .state()
+                .iter()
+                .filter(|a| {
+                    a.namespace() == s.namespace() && secret_names(a).contains(&s.name_any())
+                })
+                .map(|a| ObjectRef::from_obj(&**a))
+                .collect::<Vec<_>>()
+        });
+    super::run("accounting", runner, ctx, reconcile).await;
+}
+
+fn secret_names(a: &Accounting) -> Vec<String> {
+    [
+        a.spec.slurm_key_ref.as_ref(),
+        a.spec.jwt_key_ref(),
+        Some(&a.spec.storage_config.password_key_ref),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|s| s.name.clone())
+    .collect()
+}
+
+async fn reconcile(acct: Arc<Accounting>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let result = sync(&acct, &ctx).await;
+    conditions::set(&ctx, &*acct, &[Wanted::synced(result.as_ref().map(|_| ()))]).await?;
+    result.map(|()| Action::requeue(Duration::from_secs(600)))
+}
+
+async fn sync(acct: &Accounting, ctx: &Context) -> Result<(), Error> {
+    if acct.spec.external {
+        return Ok(());
+    }
+    let ns = acct.namespace().ok_or(Error::Unnamed)?;
+    let password = secrets::key(
+        ctx,
+        &ns,
+        &acct.spec.storage_config.password_key_ref,
+        "spec.storageConfig.passwordKeyRef",
+    )
+    .await?;
+    let mut key_secrets = Vec::new();
+    for (selector, field) in [
+        (acct.spec.slurm_key_ref.as_ref(), "spec.slurmKeyRef"),
+        (acct.spec.jwt_key_ref(), "spec.jwtKeyRef"),
+    ] {
+        let selector = selector.ok_or_else(|| {
+            Error::InvalidSpec(format!("{field} is required unless spec.external"))
+        })?;
+        secrets::key(ctx, &ns, selector, field).await?;
+        key_secrets.push(secrets::secret(ctx, &ns, &selector.name, field).await?);
+    }
+    let children = render::accounting::render(acct, &password, &key_secrets)?;
+    apply(&ctx.client, children.secret).await?;
+    apply(&ctx.client, children.service).await?;
+    apply(&ctx.client, children.stateful_set).await?;
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! What every reconciler shares.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource};
+
+use crate::slurm::SlurmClusters;
+use crate::telemetry::Metrics;
+
+/// The reconcilers' shared state.
+pub struct Context {
+    /// The API server.
+    pub client: Client,
+    /// Publishes events on the objects the operator acts on.
+    pub recorder: Recorder,
+    /// The operator's own metrics.
+    pub metrics: Arc<Metrics>,
+    /// One Slurm REST client per cluster.
+    pub slurm: SlurmClusters,
+    /// The cluster's DNS domain, e.g. `cluster.local`.
+    pub cluster_domain: String,
+}
+
+impl Context {
+    /// A context for `client`, reporting events as `slurm-operator`.
+    pub fn new(
+        client: Client,
+        metrics: Arc<Metrics>,
+        slurm: SlurmClusters,
+        cluster_domain: String,
+    ) -> Context {
+        let reporter = Reporter {
+            controller: "slurm-operator".into(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Context {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            metrics,
+            slurm,
+            cluster_domain,
+        }
+    }
+
+    /// Publishes an event on `obj`; a failure to publish is logged, never fatal.
+    pub async fn event<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
+        let reference: ObjectReference = obj.object_ref(&());
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.into(),
+            note: Some(note),
+            action: action.into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&event, &reference).await {
+            tracing::warn!(error = %e, reason, "cannot publish event");
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! Applies a NodeSet [`Plan`]: the cluster's worker Service and PDB, pod annotations, Slurm
+//! drains and undrains, pod creates and deletes, labels, pod conditions and status — in that
+//! order, each write only when something changes.
+//!
+//! A delete is checked once more against a fresh read of the Slurm node right before it is
+//! sent: the plan may be a few seconds old, and a pod is never deleted while its node runs jobs.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use slurm_client::model::{NodeStateChange, NodeUpdate};
+
+use super::super::apply::{FIELD_MANAGER, apply};
+use super::super::{Context, Error};
+use crate::crd::{Controller, NodeSet};
+use crate::nodeset::{CONDITION_PREFIX, DeleteReason, Plan, PodConditions};
+use crate::render;
+
+/// What the plan is applied to.
+pub struct Target<'a> {
+    pub nodeset: &'a NodeSet,
+    pub controller: &'a Controller,
+    pub revision: &'a str,
+    pub pods: &'a [Pod],
+    /// `None`: the cluster has no RestApi (Slurm actions are skipped).
+    pub slurm: Option<&'a slurm_client::Client>,
+}
+
+fn patch_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    }
+}
+
+/// Applies `plan`; the first error is returned after every independent step was tried.
+pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(), Error> {
+    let ns = t.nodeset.namespace().ok_or(Error::Unnamed)?;
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let mut first_error: Option<Error> = None;
+    let mut keep = |r: Result<(), Error>| {
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "NodeSet step failed");
+            first_error.get_or_insert(e);
+        }
+    };
+
+    keep(cluster_objects(ctx, t.controller).await);
+
+    for change in &plan.annotations {
+        let patch = json!({ "metadata": { "annotations": { change.key: change.value } } });
+        keep(
+            pods.patch(&change.pod, &patch_params(), &Patch::Merge(patch))
+                .await
+                .map(drop)
+                .map_err(Error::from),
+        );
+    }
+
+    if let Some(slurm) = t.slurm {
+        for d in &plan.drain {
+            let update = NodeUpdate::state(NodeStateChange::Drain, Some(&d.reason));
+            let r = slurm.update_node(&d.node, &update).await;
+            ctx.metrics.slurm_call("drain_node", &r);
+            if r.is_ok() {
+                ctx.event(
+                    t.nodeset,
+                    false,
+                    "NodeDrain",
+                    "Drain",
+                    format!("drained Slurm node {}: {}", d.node, d.reason),
+                )
+                .await;
+            }
+            keep(r.map(drop).map_err(Error::from));
+        }
+        for u in &plan.undrain {
+            let update = NodeUpdate::state(NodeStateChange::Undrain, Some(&u.reason));
+            let r = slurm.update_node(&u.node, &update).await;
+            ctx.metrics.slurm_call("undrain_node", &r);
+            keep(r.map(drop).map_err(Error::from));
+        }
+    }
+
+    if !plan.create.is_empty() {
+        let names: Vec<&str> = plan.create.iter().map(|c| c.name.as_str()).collect();
+        ctx.event(
+            t.nodeset,
+            false,
+            "ScalingUp",
+            "Create",
+            format!("creating pods {}", names.join(", ")),
+        )
+        .await;
+    }
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(ctx.client.clone(), &ns);
+    for c in &plan.create {
+        for pvc in render::nodeset_pod::pvcs(t.nodeset, c.ordinal) {
+            match claims.create(&PostParams::default(), &pvc).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(e) => keep(Err(e.into())),
+            }
+        }
+        let pod = render::nodeset_pod::pod(
+            t.nodeset,
+            t.controller,
+            c.ordinal,
+            t.revision,
+            &ctx.cluster_domain,
+        );
+        let r = match pod {
+            Ok(pod) => match pods.create(&PostParams::default(), &pod).await {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+                Err(e) => Err(e.into()),
+            },
+            Err(e) => Err(e.into()),
+        };
+        keep(r);
+    }
+
+    for d in &plan.delete {
+        keep(delete(ctx, &t, &pods, &d.pod, d.reason).await);
+    }
+
+    for p in &plan.protect {
+        let value = p.protect.then_some("true");
+        let patch =
+            json!({ "metadata": { "labels": { render::labels::LABEL_POD_PROTECT: value } } });
+        keep(
+            pods.patch(&p.pod, &patch_params(), &Patch::Merge(patch))
+                .await
+                .map(drop)
+                .map_err(Error::from),
+        );
+    }
+
+    for c in &plan.conditions {
+        if let Some(pod) = t.pods.iter().find(|p| p.name_any() == c.pod) {
+            keep(pod_conditions(&pods, pod, c).await);
+        }
+    }
+
+    ctx.metrics
+        .drains_in_progress
+        .get_or_create(&crate::telemetry::metrics::ControllerLabel {
+            controller: format!("{ns}/{}", t.nodeset.name_any()),
+        })
+        .set(plan.waiting_for_drain.len() as i64);
+    keep(status(ctx, t.nodeset, t.revision, plan).await);
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The cluster's headless worker Service and PDB, owned by all of its NodeSets.
+async fn cluster_objects(ctx: &Context, controller: &Controller) -> Result<(), Error> {
+    let ns = controller.namespace().ok_or(Error::Unnamed)?;
+    let api: Api<NodeSet> = Api::namespaced(ctx.client.clone(), &ns);
+    let nodesets: Vec<NodeSet> = api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|n| {
+            n.spec.controller_ref.name == controller.name_any()
+                && n.metadata.deletion_timestamp.is_none()
+        })
+        .collect();
+    let (service, pdb) = render::workers::render(controller, &nodesets)?;
+    apply(&ctx.client, service).await?;
+    apply(&ctx.client, pdb).await?;
+    Ok(())
+}
+
+async fn delete(
+    ctx: &Context,
+    t: &Target<'_>,
+    pods: &Api<Pod>,
+    name: &str,
+    reason: DeleteReason,
+) -> Result<(), Error> {
+    let Some(pod) = t.pods.iter().find(|p| p.name_any() == name) else {
+        return Ok(());
+    };
+    let drain_needed = !matches!(reason, DeleteReason::Terminal | DeleteReason::NotRegistered);
+    if let (true, Some(slurm)) = (drain_needed, t.slurm) {
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.hostname.clone())
+            .unwrap_or_else(|| name.to_owned());
+        let fresh = slurm.get_node(&node).await;
+        ctx.metrics.slurm_call("get_node", &fresh);
+        match fresh {
+            Ok(n) if n.value.is_drained_idle() => {}
+            Ok(_) => return Ok(()), // busy again or undrained: the next pass decides anew
+            Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: pod.uid(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match pods.delete(name, &params).await {
+        Ok(_) => {
+            ctx.event(
+                t.nodeset,
+                false,
+                "ScalingDown",
+                "Delete",
+                format!("deleted pod {name} ({reason:?})"),
+            )
+            .await;
+            Ok(())
+        }
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn pod_conditions(pods: &Api<Pod>, pod: &Pod, wanted: &PodConditions) -> Result<(), Error> {
+    let current: Vec<PodCondition> = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let ours_now: BTreeMap<&str, &str> = current
+        .iter()
+        .filter(|c| c.type_.starts_with(CONDITION_PREFIX))
+        .map(|c| (c.type_.as_str(), c.message.as_deref().unwrap_or("")))
+        .collect();
+    let ours_wanted: BTreeMap<&str, &str> = wanted
+        .conditions
+        .iter()
+        .map(|c| (c.type_.as_str(), c.message.as_str()))
+        .collect();
+    if ours_now == ours_wanted {
+        return Ok(());
+    }
+    let now = Time(jiff::Timestamp::now());
+    let mut next: Vec<PodCondition> = current
+        .into_iter()
+        .filter(|c| {
+            !c.type_.starts_with(CONDITION_PREFIX)
+                || ours_wanted.get(c.type_.as_str()) == Some(&c.message.as_deref().unwrap_or(""))
+        })
+        .collect();
+    for c in &wanted.conditions {
+        if !next.iter().any(|n| n.type_ == c.type_) {
+            next.push(PodCondition {
+                type_: c.type_.clone(),
+                status: "True".into(),
+                message: (!c.message.is_empty()).then(|| c.message.clone()),
+                last_transition_time: Some(now.clone()),
+                ..PodCondition::default()
+            });
+        }
+    }
+    let patch = json!({ "status": { "conditions": next } });
+    pods.patch_status(&pod.name_any(), &patch_params(), &Patch::Merge(patch))
+        .await?;
+    Ok(())
+}
+
+async fn status(
+    ctx: &Context,
+    nodeset: &NodeSet,
+    revision: &str,
+    plan: &Plan,
+) -> Result<(), Error> {
+    let c = &plan.status;
+    let old = nodeset.status.clone().unwrap_or_default();
+    let mut new = old.clone();
+    new.replicas = c.pods.replicas as i32;
+    new.updated_replicas = c.pods.updated as i32;
+    new.ready_replicas = c.pods.ready as i32;
+    new.available_replicas = c.pods.available as i32;
+    new.unavailable_replicas = c.pods.unavailable as i32;
+    new.desired = c.pods.desired as i32;
+    if let Some(s) = c.slurm {
+        new.slurm_idle = s.idle as i32;
+        new.slurm_allocated = s.allocated as i32;
+        new.slurm_down = s.down as i32;
+        new.slurm_drain = s.drain as i32;
+    }
+    new.observed_generation = nodeset.metadata.generation.unwrap_or_default();
+    new.node_set_hash = revision.to_owned();
+    new.selector = render::labels::selector_string(&render::labels::selector_labels(
+        render::labels::Component::Worker,
+        &nodeset.name_any(),
+    ));
+    if new == old {
+        return Ok(());
+    }
+    // Every counter is written, zeros too (a merge patch leaves out what it does not name);
+    // conditions belong to the conditions module.
+    let body = json!({
+        "replicas": new.replicas,
+        "updatedReplicas": new.updated_replicas,
+        "readyReplicas": new.ready_replicas,
+        "availableReplicas": new.available_replicas,
+        "unavailableReplicas": new.unavailable_replicas,
+        "desired": new.desired,
+        "slurmIdle": new.slurm_idle,
+        "slurmAllocated": new.slurm_allocated,
+        "slurmDown": new.slurm_down,
+        "slurmDrain": new.slurm_drain,
+        "observedGeneration": new.observed_generation,
+        "nodeSetHash": new.node_set_hash,
+        "selector": new.selector,
+    });
+    let api: Api<NodeSet> =
+        Api::namespaced(ctx.client.clone(), &nodeset.namespace().unwrap_or_default());
+    api.patch_status(
+        &nodeset.name_any(),
+        &patch_params(),
+        &Patch::Merge(json!({ "status": body })),
+    )
+    .await?;
+    Ok(())
+}

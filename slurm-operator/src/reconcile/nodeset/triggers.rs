@@ -1,0 +1,119 @@
+//! What wakes the NodeSet reconciler besides the NodeSet itself.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::utils::{PredicateConfig, WatchStreamExt};
+use kube::runtime::{Controller as Runner, watcher};
+use kube::{Api, ResourceExt};
+use tokio::sync::broadcast;
+
+use super::super::{Context, Scope};
+use crate::crd::{Controller, NodeSet};
+use crate::render::labels::ANNOTATION_NODE_CORDON_REASON;
+use crate::slurm::ClusterKey;
+
+/// Cluster keys whose Slurm nodes changed, fanned out to the NodeSet watcher of every scope.
+pub struct SlurmChanges(broadcast::Sender<ClusterKey>);
+
+impl SlurmChanges {
+    /// Forwards `rx` to every subscriber.
+    pub fn fan_out(mut rx: tokio::sync::mpsc::UnboundedReceiver<ClusterKey>) -> SlurmChanges {
+        let (tx, _) = broadcast::channel(1024);
+        let sender = tx.clone();
+        tokio::spawn(async move {
+            while let Some(key) = rx.recv().await {
+                let _ = sender.send(key);
+            }
+        });
+        SlurmChanges(tx)
+    }
+
+    /// A receiver of every change from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<ClusterKey> {
+        self.0.subscribe()
+    }
+}
+
+/// `runner` woken by pods, cordon changes of nodes, Controllers and Slurm node changes.
+pub fn wire(
+    runner: Runner<NodeSet>,
+    scope: &Scope,
+    ctx: &Arc<Context>,
+    changes: broadcast::Receiver<ClusterKey>,
+) -> Runner<NodeSet> {
+    let store = runner.store();
+    let (for_nodes, for_controllers, for_slurm) = (store.clone(), store.clone(), store);
+    // Nodes change every few seconds (heartbeats); only cordon state and reason matter here.
+    let nodes = watcher(
+        Api::<Node>::all(ctx.client.clone()),
+        watcher::Config::default(),
+    )
+    .touched_objects()
+    .predicate_filter(cordon_state, PredicateConfig::default());
+    let slurm = futures::stream::unfold(changes, |mut rx| async move {
+        loop {
+            match rx.recv().await {
+                Ok(key) => return Some((key, rx)),
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    })
+    .flat_map(move |key| {
+        futures::stream::iter(in_cluster(&for_slurm, &key.namespace, &key.controller))
+    });
+    runner
+        .owns(scope.api::<Pod>(&ctx.client), watcher::Config::default())
+        .watches_stream(nodes, move |_node| {
+            // Which NodeSets have pods on the node is not indexed; a cordon is rare, so all
+            // are looked at (reads only; nothing is written unless something changed).
+            for_nodes
+                .state()
+                .iter()
+                .map(|n| ObjectRef::from_obj(&**n))
+                .collect::<Vec<_>>()
+        })
+        .watches(
+            scope.api::<Controller>(&ctx.client),
+            watcher::Config::default(),
+            move |c| {
+                in_cluster(
+                    &for_controllers,
+                    &c.namespace().unwrap_or_default(),
+                    &c.name_any(),
+                )
+            },
+        )
+        .reconcile_on(slurm)
+}
+
+fn in_cluster(
+    store: &Store<NodeSet>,
+    namespace: &str,
+    controller: &str,
+) -> Vec<ObjectRef<NodeSet>> {
+    store
+        .state()
+        .iter()
+        .filter(|n| {
+            n.namespace().as_deref() == Some(namespace) && n.spec.controller_ref.name == controller
+        })
+        .map(|n| ObjectRef::from_obj(&**n))
+        .collect()
+}
+
+fn cordon_state(node: &Node) -> Option<u64> {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    node.spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .hash(&mut h);
+    node.annotations()
+        .get(ANNOTATION_NODE_CORDON_REASON)
+        .hash(&mut h);
+    Some(h.finish())
+}

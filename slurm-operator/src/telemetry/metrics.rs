@@ -1,0 +1,168 @@
+//! The operator's own Prometheus metrics (Slinky's operator has only controller-runtime's).
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// Labels of a reconcile: which controller, and how it ended.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReconcileLabels {
+    /// `controller`, `nodeset`, `restapi`, `accounting`, `loginset` or `token`.
+    pub controller: String,
+    /// `ok`, or the error's metric label.
+    pub result: String,
+}
+
+/// Labels naming a controller only.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerLabel {
+    /// As in [`ReconcileLabels`].
+    pub controller: String,
+}
+
+/// Labels of a Slurm REST call.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SlurmCallLabels {
+    /// e.g. `drain_node`.
+    pub operation: String,
+}
+
+/// Labels of a failed Slurm REST call.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SlurmErrorLabels {
+    /// e.g. `drain_node`.
+    pub operation: String,
+    /// The client's error kind, e.g. `transport`, `slurm`, `not_found`.
+    pub kind: String,
+}
+
+/// Labels of NodeSet pods counted by the state of their Slurm node.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NodeSetStateLabels {
+    /// NodeSet namespace.
+    pub namespace: String,
+    /// NodeSet name.
+    pub nodeset: String,
+    /// `idle`, `allocated`, `down`, `drain` or `unknown`.
+    pub state: String,
+}
+
+/// Every metric of the operator, registered in one registry.
+pub struct Metrics {
+    /// The registry `/metrics` encodes.
+    pub registry: Registry,
+    reconciles: Family<ReconcileLabels, Counter>,
+    reconcile_seconds: Family<ControllerLabel, Histogram>,
+    slurm_calls: Family<SlurmCallLabels, Counter>,
+    slurm_errors: Family<SlurmErrorLabels, Counter>,
+    /// Slurm nodes the operator is draining before it deletes their pods.
+    pub drains_in_progress: Family<ControllerLabel, Gauge>,
+    /// NodeSet pods by the state of their Slurm node.
+    pub nodeset_pods: Family<NodeSetStateLabels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("slurm_operator");
+        let reconciles = Family::<ReconcileLabels, Counter>::default();
+        registry.register(
+            "reconciles",
+            "Reconciles by controller and result",
+            reconciles.clone(),
+        );
+        let reconcile_seconds = Family::<ControllerLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new([
+                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+            ])
+        });
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time a reconcile took, by controller",
+            reconcile_seconds.clone(),
+        );
+        let slurm_calls = Family::<SlurmCallLabels, Counter>::default();
+        registry.register(
+            "slurm_requests",
+            "Slurm REST calls made by the reconcilers, by operation",
+            slurm_calls.clone(),
+        );
+        let slurm_errors = Family::<SlurmErrorLabels, Counter>::default();
+        registry.register(
+            "slurm_request_errors",
+            "Failed Slurm REST calls, by operation and error kind",
+            slurm_errors.clone(),
+        );
+        let drains_in_progress = Family::<ControllerLabel, Gauge>::default();
+        registry.register(
+            "drains_in_progress",
+            "Slurm nodes being drained before their pods are deleted",
+            drains_in_progress.clone(),
+        );
+        let nodeset_pods = Family::<NodeSetStateLabels, Gauge>::default();
+        registry.register(
+            "nodeset_pods",
+            "NodeSet pods by the state of their Slurm node",
+            nodeset_pods.clone(),
+        );
+        Metrics {
+            registry,
+            reconciles,
+            reconcile_seconds,
+            slurm_calls,
+            slurm_errors,
+            drains_in_progress,
+            nodeset_pods,
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts one reconcile of `controller` that ended with `result` after `took`.
+    pub fn reconciled(&self, controller: &str, result: &str, took: Duration) {
+        self.reconciles
+            .get_or_create(&ReconcileLabels {
+                controller: controller.into(),
+                result: result.into(),
+            })
+            .inc();
+        self.reconcile_seconds
+            .get_or_create(&ControllerLabel {
+                controller: controller.into(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts a Slurm REST call and, when it failed, its error kind.
+    pub fn slurm_call<T>(&self, operation: &str, result: &Result<T, slurm_client::Error>) {
+        self.slurm_calls
+            .get_or_create(&SlurmCallLabels {
+                operation: operation.into(),
+            })
+            .inc();
+        if let Err(e) = result {
+            self.slurm_errors
+                .get_or_create(&SlurmErrorLabels {
+                    operation: operation.into(),
+                    kind: error_kind(e),
+                })
+                .inc();
+        }
+    }
+
+    /// The text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+fn error_kind(e: &slurm_client::Error) -> String {
+    e.kind().as_str().to_owned()
+}

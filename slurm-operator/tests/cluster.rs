@@ -1,0 +1,292 @@
+//! End to end on the test ground, against real Slurm 26.05 daemons in pods: Slinky-style
+//! manifests (Controller + RestApi + NodeSet of 3 + Token) become a working cluster, and the
+//! NodeSet's scale-in drains before it deletes, keeps busy nodes, leaves an admin's drain alone
+//! and keeps every pod while Slurm cannot be asked.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use common::{TestEnv, ground};
+use slurm_client::model::Node;
+use slurm_client::{Client, StaticToken};
+
+const NODESET: &str = "slurm-worker-slinky";
+const LIMIT: Duration = Duration::from_secs(240);
+
+fn token(env: &TestEnv) -> String {
+    let b64 = env.wait_for(
+        "secret/slurm-token-jwt-slurm",
+        "{.data.SLURM_JWT}",
+        LIMIT,
+        |v| !v.is_empty(),
+    );
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .expect("SLURM_JWT is base64"),
+    )
+    .expect("a JWT is text")
+}
+
+/// A client through the RestApi Service, with the Token's JWT.
+fn slurm(env: &TestEnv) -> Client {
+    let ip = env.wait_for("service/slurm-restapi", "{.spec.clusterIP}", LIMIT, |ip| {
+        ip.starts_with("10.")
+    });
+    let port = test_support::ground::forward_into_ground(format!("{ip}:6820").parse().unwrap());
+    Client::builder(format!("http://{port}"))
+        .token(StaticToken::new(token(env)))
+        .build()
+        .unwrap()
+}
+
+async fn node(client: &Client, name: &str) -> Node {
+    client
+        .get_node(name)
+        .await
+        .unwrap_or_else(|e| panic!("node {name}: {e}"))
+        .value
+}
+
+/// Polls `check` on Slurm node `name` until it holds.
+async fn wait_node(client: &Client, name: &str, what: &str, check: impl Fn(&Node) -> bool) -> Node {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        if let Ok(n) = client.get_node(name).await {
+            if check(&n.value) {
+                return n.value;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "Slurm node {name}: not {what} after {LIMIT:?}: {:?} {:?} {:?}",
+                    n.value.state, n.value.state_flags, n.value.reason
+                );
+            }
+        } else if Instant::now() > deadline {
+            panic!("Slurm node {name}: not readable after {LIMIT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+fn pods(env: &TestEnv) -> Vec<String> {
+    let mut names: Vec<String> = ground()
+        .get(
+            env.name(),
+            "pods",
+            &format!("{{.items[?(@.metadata.labels.app\\.kubernetes\\.io/instance==\"{NODESET}\")].metadata.name}}"),
+        )
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names
+}
+
+fn wait_pods(env: &TestEnv, want: &[&str]) {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let now = pods(env);
+        if now == want {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!("pods {now:?}, want {want:?}");
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn scale(env: &TestEnv, replicas: u32) {
+    ground().ok(&[
+        "scale",
+        "-n",
+        env.name(),
+        &format!("nodeset/{NODESET}"),
+        &format!("--replicas={replicas}"),
+    ]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slinky_manifests_make_a_working_cluster_that_scales_in_safely() {
+    let mut env = TestEnv::new("op-cluster");
+    env.start_operator(&["--slurm-poll", "1s"]);
+    env.apply_manifest("cluster.yaml");
+
+    env.wait_for(
+        "statefulset/slurm-controller",
+        "{.status.readyReplicas}",
+        LIMIT,
+        |r| r == "1",
+    );
+    env.wait_for(
+        "deployment/slurm-restapi",
+        "{.status.readyReplicas}",
+        LIMIT,
+        |r| r == "1",
+    );
+    env.wait_for(
+        &format!("nodeset/{NODESET}"),
+        "{.status.readyReplicas}",
+        LIMIT,
+        |r| r == "3",
+    );
+
+    // The Token's JWT lists the nodes through the RestApi Service; they are the pods' hostnames.
+    let client = slurm(&env);
+    let deadline = Instant::now() + LIMIT;
+    let names = loop {
+        let nodes = client
+            .list_nodes(&Default::default())
+            .await
+            .map(|r| r.value.nodes);
+        let mut names: Vec<String> = nodes.iter().flatten().map(|n| n.name.clone()).collect();
+        names.sort();
+        if names == ["slinky-0", "slinky-1", "slinky-2"] || Instant::now() > deadline {
+            break names;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(names, ["slinky-0", "slinky-1", "slinky-2"]);
+    for n in &names {
+        wait_node(&client, n, "idle", |n| {
+            n.state.as_str() == "IDLE" && !n.is_drain()
+        })
+        .await;
+    }
+
+    // sbatch from inside the cluster runs on all three workers.
+    let (code, out) = env.run_in_cluster(
+        "slurm",
+        "sbatch --wait -N3 -o /dev/null --wrap 'srun hostname' && sinfo",
+    );
+    assert_eq!(code, 0, "{out}");
+
+    // Slurm state reaches the pods as conditions and the NodeSet status as counters.
+    env.wait_for(
+        &format!("pod/{NODESET}-0"),
+        "{.status.conditions[?(@.type==\"SlurmNodeStateIdle\")].status}",
+        LIMIT,
+        |s| s == "True",
+    );
+    env.wait_for(
+        &format!("nodeset/{NODESET}"),
+        "{.status.slurmIdle}",
+        LIMIT,
+        |s| s == "3",
+    );
+
+    // Scale-in 3 → 1 while a job runs on slinky-2 (the first victim: highest ordinal) and an
+    // admin has drained slinky-0 for maintenance.
+    let (code, out) = env.run_in_cluster(
+        "slurm",
+        "sbatch -w slinky-2 -o /dev/null --parsable --wrap 'sleep 600'",
+    );
+    assert_eq!(code, 0, "{out}");
+    let job: u32 = out
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no job id in {out:?}"));
+    wait_node(&client, "slinky-2", "allocated", |n| n.is_busy()).await;
+    client
+        .drain_node("slinky-0", "admin: disk check")
+        .await
+        .expect("admin drain");
+
+    scale(&env, 1);
+    // slinky-1 is idle: drained, then deleted.
+    wait_pods(&env, &[&format!("{NODESET}-0"), &format!("{NODESET}-2")]);
+    // slinky-2 runs a job: drained with Slinky's reason, and its pod stays.
+    let busy = wait_node(&client, "slinky-2", "draining", |n| n.is_drain()).await;
+    assert_eq!(
+        busy.reason.as_deref(),
+        Some(
+            format!(
+                "slurm-operator: Pod ({}/{NODESET}-2) is pending termination for scale-in",
+                env.name()
+            )
+            .as_str()
+        )
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        pods(&env),
+        [format!("{NODESET}-0"), format!("{NODESET}-2")],
+        "a busy node's pod was deleted"
+    );
+    env.wait_for(
+        &format!("pod/{NODESET}-2"),
+        "{.metadata.labels.nodeset\\.slinky\\.slurm\\.net/pod-protect}",
+        LIMIT,
+        |v| v == "true",
+    );
+    // The admin's drain on the pod that stays is untouched.
+    assert_eq!(
+        node(&client, "slinky-0").await.reason.as_deref(),
+        Some("admin: disk check")
+    );
+
+    // The job ends: the pod goes.
+    client.cancel_job(job).await.expect("scancel");
+    wait_pods(&env, &[&format!("{NODESET}-0")]);
+
+    // Slurm unreachable (slurmrestd scaled away): a scale-in deletes nothing.
+    scale(&env, 3);
+    wait_pods(
+        &env,
+        &[
+            &format!("{NODESET}-0"),
+            &format!("{NODESET}-1"),
+            &format!("{NODESET}-2"),
+        ],
+    );
+    env.wait_for(
+        &format!("nodeset/{NODESET}"),
+        "{.status.readyReplicas}",
+        LIMIT,
+        |r| r == "3",
+    );
+    ground().ok(&[
+        "scale",
+        "-n",
+        env.name(),
+        "deployment/slurm-restapi",
+        "--replicas=0",
+    ]);
+    env.wait_for(
+        "deployment/slurm-restapi",
+        "{.status.replicas}",
+        LIMIT,
+        |r| r == "0" || r.is_empty(),
+    );
+    scale(&env, 2);
+    env.wait_for(
+        &format!("nodeset/{NODESET}"),
+        "{.status.conditions[?(@.type==\"Synced\")].status}",
+        LIMIT,
+        |s| s == "False",
+    );
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(
+        pods(&env).len(),
+        3,
+        "a pod was deleted while Slurm could not be asked"
+    );
+    // Back: the scale-in proceeds through a drain. The admin's drain on slinky-0 still stands.
+    ground().ok(&[
+        "scale",
+        "-n",
+        env.name(),
+        "deployment/slurm-restapi",
+        "--replicas=1",
+    ]);
+    wait_pods(&env, &[&format!("{NODESET}-0"), &format!("{NODESET}-1")]);
+    let client = slurm(&env);
+    assert_eq!(
+        node(&client, "slinky-0").await.reason.as_deref(),
+        Some("admin: disk check")
+    );
+}
