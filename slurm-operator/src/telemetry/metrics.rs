@@ -48,7 +48,8 @@ pub struct NodeSetStateLabels {
     pub namespace: String,
     /// NodeSet name.
     pub nodeset: String,
-    /// `idle`, `allocated`, `down`, `drain` or `unknown`.
+    /// `idle`, `allocated` (or mixed), `down`, `drain` (a flag: also counted in its base state) or
+    /// `unregistered` (the pod has no Slurm node yet).
     pub state: String,
 }
 

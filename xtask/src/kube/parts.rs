@@ -12,8 +12,8 @@ use anyhow::{Context, Result, bail};
 use super::state::{self, State};
 use crate::slurm::sh::run;
 
-/// Images every ground has: what the tests' pods and a Slurm 26.05 cluster need.
-const IMAGES: &[&str] = &["toolbox", "26.05"];
+/// Images every ground has: what the tests' pods, a Slurm 26.05 cluster and its accounting database need.
+const IMAGES: &[&str] = &["toolbox", "26.05", "mariadb"];
 const NODES_READY: Duration = Duration::from_secs(60);
 
 /// The binary, copied out of the target directory so that a later `cargo build` cannot replace it
