@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,8 +21,34 @@ func init() {
 	scheme.AddTypeDefaultingFunc(&corev1.PodTemplate{}, func(o interface{}) { defaultPodSpec(&o.(*corev1.PodTemplate).Template.Spec) })
 	scheme.AddTypeDefaultingFunc(&corev1.Service{}, func(o interface{}) { defaultService(o.(*corev1.Service)) })
 	scheme.AddTypeDefaultingFunc(&corev1.Secret{}, func(o interface{}) {
-		if s := o.(*corev1.Secret); s.Type == "" {
+		s := o.(*corev1.Secret)
+		if s.Type == "" {
 			s.Type = corev1.SecretTypeOpaque
+		}
+		// stringData is write-only: the real server merges it into data (it wins) and drops it.
+		if len(s.StringData) > 0 {
+			if s.Data == nil {
+				s.Data = map[string][]byte{}
+			}
+			for k, v := range s.StringData {
+				s.Data[k] = []byte(v)
+			}
+			s.StringData = nil
+		}
+	})
+	scheme.AddTypeDefaultingFunc(&admissionregistrationv1.ValidatingWebhookConfiguration{}, func(o interface{}) {
+		for i := range o.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks {
+			w := &o.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks[i]
+			defaultWebhook(&w.FailurePolicy, &w.MatchPolicy, &w.NamespaceSelector, &w.ObjectSelector, &w.TimeoutSeconds, w.Rules)
+		}
+	})
+	scheme.AddTypeDefaultingFunc(&admissionregistrationv1.MutatingWebhookConfiguration{}, func(o interface{}) {
+		for i := range o.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks {
+			w := &o.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks[i]
+			defaultWebhook(&w.FailurePolicy, &w.MatchPolicy, &w.NamespaceSelector, &w.ObjectSelector, &w.TimeoutSeconds, w.Rules)
+			if w.ReinvocationPolicy == nil {
+				w.ReinvocationPolicy = ptr(admissionregistrationv1.NeverReinvocationPolicy)
+			}
 		}
 	})
 	scheme.AddTypeDefaultingFunc(&corev1.PersistentVolumeClaim{}, func(o interface{}) {
@@ -43,6 +70,31 @@ func init() {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The admissionregistration/v1 defaults of the real server: without them an absent selector
+// matches nothing in the dispatcher, and the webhook is silently never called.
+func defaultWebhook(failure **admissionregistrationv1.FailurePolicyType, match **admissionregistrationv1.MatchPolicyType, nsSel, objSel **metav1.LabelSelector, timeout **int32, rules []admissionregistrationv1.RuleWithOperations) {
+	if *failure == nil {
+		*failure = ptr(admissionregistrationv1.Fail)
+	}
+	if *match == nil {
+		*match = ptr(admissionregistrationv1.Equivalent)
+	}
+	if *nsSel == nil {
+		*nsSel = &metav1.LabelSelector{}
+	}
+	if *objSel == nil {
+		*objSel = &metav1.LabelSelector{}
+	}
+	if *timeout == nil {
+		*timeout = ptr(int32(10))
+	}
+	for i := range rules {
+		if rules[i].Scope == nil {
+			rules[i].Scope = ptr(admissionregistrationv1.AllScopes)
+		}
+	}
+}
 
 func defaultPodSpec(spec *corev1.PodSpec) {
 	if spec.RestartPolicy == "" {
