@@ -32,6 +32,7 @@
 //! | controller | [`diag`](Client::diag), [`ping`](Client::ping), [`reconfigure`](Client::reconfigure), [`licenses`](Client::licenses), [`shares`](Client::shares) |
 //! | accounting (slurmdbd) | [`list_accounts`](Client::list_accounts), [`get_account`](Client::get_account), [`create_account`](Client::create_account), [`delete_account`](Client::delete_account), [`list_users`](Client::list_users), [`get_user`](Client::get_user), [`create_user`](Client::create_user), [`delete_user`](Client::delete_user), [`list_associations`](Client::list_associations), [`get_association`](Client::get_association), [`delete_associations`](Client::delete_associations), [`list_qos`](Client::list_qos), [`get_qos`](Client::get_qos), [`put_qos`](Client::put_qos), [`delete_qos`](Client::delete_qos), [`list_clusters`](Client::list_clusters), [`get_cluster`](Client::get_cluster), [`list_tres`](Client::list_tres), [`list_wckeys`](Client::list_wckeys), [`get_wckey`](Client::get_wckey), [`create_wckey`](Client::create_wckey), [`delete_wckey`](Client::delete_wckey), [`job_history`](Client::job_history), [`get_job_record`](Client::get_job_record) |
 //! | following changes | [`JobTracker`], [`NodeTracker`] ([`tracking`]) |
+//! | hostlists (`node[1-3,5]`) | [`hostlist::expand`], [`hostlist::compress`] (pure functions, no request) |
 //!
 //! Each returns a [`Response`] (the value plus slurmrestd's warnings and meta). An operation
 //! the negotiated version does not have gives [`Error::Unsupported`] (e.g. writing
@@ -93,6 +94,7 @@ mod endpoint;
 mod env;
 mod envelope;
 mod error;
+pub mod hostlist;
 pub mod model;
 mod negotiate;
 mod nonfinite;
@@ -116,6 +118,7 @@ pub use client::Client;
 pub use duration::{InvalidDuration, parse_duration};
 pub use envelope::{Meta, SlurmError, SlurmWarning};
 pub use error::{Error, ErrorKind};
+pub use hostlist::HostlistError;
 pub use model::{
     Account, AccountSpec, Association, AssociationLimits, AssociationQuery, ClusterRecord,
     JobRecord, JobRecordQuery, Qos, QosLimits, QosSpec, StepRecord, TresRecord, User, UserSpec,

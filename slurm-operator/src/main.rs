@@ -160,6 +160,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         watchers.spawn(reconcile::controller::run(scope.clone(), ctx.clone()));
         watchers.spawn(reconcile::restapi::run(scope.clone(), ctx.clone()));
         watchers.spawn(reconcile::accounting::run(scope.clone(), ctx.clone()));
+        watchers.spawn(reconcile::loginset::run(scope.clone(), ctx.clone()));
         watchers.spawn(reconcile::token::run(scope.clone(), ctx.clone()));
         watchers.spawn(reconcile::nodeset::run(
             scope.clone(),

@@ -5,14 +5,22 @@
 //!
 //! A failed poll turns the view into [`NodeView::Unavailable`]: decisions that need Slurm then
 //! keep everything as it is (fail closed), and the next successful poll restores the view.
+//!
+//! The same task follows the cluster's jobs (a [`JobTracker`], also with `update_time`) to
+//! know, per Slurm node, when its last running job reaches its time limit: the
+//! `nodeset.slinky.slurm.net/pod-deadline` annotation ([`SlurmClusters::deadlines`]). A
+//! change of those deadlines wakes the cluster's NodeSets as a node change does; a failed
+//! job poll makes them unknown (`None`), and the annotations are then left as they are.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use jiff::Timestamp;
 use secrecy::SecretSlice;
-use slurm_client::model::Node;
-use slurm_client::tracking::NodeTracker;
+use slurm_client::hostlist::{self, HostlistError};
+use slurm_client::model::{Job, Node};
+use slurm_client::tracking::{JobTracker, NodeTracker};
 use slurm_client::{Client, MintedToken};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
@@ -57,10 +65,15 @@ pub struct Endpoint {
     pub key_hash: String,
 }
 
+/// Per Slurm node, the latest time-limit end of its running jobs; `None` while the jobs are
+/// not known (not read yet, or the last job poll failed).
+pub type Deadlines = Option<Arc<HashMap<String, Timestamp>>>;
+
 struct Entry {
     endpoint: Endpoint,
     client: Client,
     nodes: watch::Receiver<NodeView>,
+    deadlines: watch::Receiver<Deadlines>,
     task: JoinHandle<()>,
 }
 
@@ -112,10 +125,14 @@ impl SlurmClusters {
             .lifespan(TOKEN_LIFESPAN);
         let client = Client::builder(endpoint.url.clone()).token(token).build()?;
         let (tx, rx) = watch::channel(NodeView::Unknown);
+        let (deadlines_tx, deadlines_rx) = watch::channel(None);
         let task = tokio::spawn(track(
             key.clone(),
             client.clone(),
-            tx,
+            Views {
+                nodes: tx,
+                deadlines: deadlines_tx,
+            },
             self.changed.clone(),
             self.poll_every,
         ));
@@ -125,6 +142,7 @@ impl SlurmClusters {
                 endpoint,
                 client: client.clone(),
                 nodes: rx,
+                deadlines: deadlines_rx,
                 task,
             },
         );
@@ -140,6 +158,13 @@ impl SlurmClusters {
             .unwrap_or(NodeView::Unknown)
     }
 
+    /// The running jobs' deadlines per Slurm node of `key`; `None` when unknown (no client,
+    /// not read yet, or the last job poll failed).
+    pub fn deadlines(&self, key: &ClusterKey) -> Deadlines {
+        let entries = self.entries.lock().expect("slurm registry lock");
+        entries.get(key).and_then(|e| e.deadlines.borrow().clone())
+    }
+
     /// Forgets a cluster (its Controller or RestApi is gone); stops its tracker.
     pub fn remove(&self, key: &ClusterKey) {
         self.entries
@@ -149,44 +174,167 @@ impl SlurmClusters {
     }
 }
 
+/// Where a cluster's tracker publishes what it read.
+struct Views {
+    nodes: watch::Sender<NodeView>,
+    deadlines: watch::Sender<Deadlines>,
+}
+
 async fn track(
     key: ClusterKey,
     client: Client,
-    view: watch::Sender<NodeView>,
+    views: Views,
     changed: mpsc::UnboundedSender<ClusterKey>,
     every: Duration,
 ) {
     // A full re-list now and then bounds what a clock skew between here and slurmctld could hide.
-    let mut tracker = NodeTracker::new(client).resync_every(60);
-    let mut failing = false;
+    let mut nodes = NodeTracker::new(client.clone()).resync_every(60);
+    let mut jobs = JobTracker::new(client).resync_every(60);
+    let (mut nodes_failing, mut jobs_failing) = (false, false);
     loop {
-        match tracker.poll().await {
-            Ok(poll) => {
-                let first = matches!(*view.borrow(), NodeView::Unknown);
-                if failing || first || !poll.changes.is_empty() {
-                    let nodes = tracker
-                        .snapshot()
-                        .map(|n| (n.name.clone(), n.clone()))
-                        .collect();
-                    view.send_replace(NodeView::Known(Arc::new(nodes)));
-                    let _ = changed.send(key.clone());
-                }
-                failing = false;
-            }
-            Err(e) => {
-                if !failing {
-                    tracing::warn!(
-                        namespace = %key.namespace,
-                        controller = %key.controller,
-                        error = %e,
-                        "cannot read Slurm nodes; no worker pod is deleted until this recovers"
-                    );
-                    view.send_replace(NodeView::Unavailable(e.to_string()));
-                    let _ = changed.send(key.clone());
-                }
-                failing = true;
-            }
+        if poll_nodes(&key, &mut nodes, &views.nodes, &mut nodes_failing).await {
+            let _ = changed.send(key.clone());
+        }
+        if poll_jobs(&key, &mut jobs, &views.deadlines, &mut jobs_failing).await {
+            let _ = changed.send(key.clone());
         }
         tokio::time::sleep(every).await;
+    }
+}
+
+/// One node poll; true when the view changed.
+async fn poll_nodes(
+    key: &ClusterKey,
+    tracker: &mut NodeTracker,
+    view: &watch::Sender<NodeView>,
+    failing: &mut bool,
+) -> bool {
+    match tracker.poll().await {
+        Ok(poll) => {
+            let first = matches!(*view.borrow(), NodeView::Unknown);
+            let changed = *failing || first || !poll.changes.is_empty();
+            if changed {
+                let nodes = tracker
+                    .snapshot()
+                    .map(|n| (n.name.clone(), n.clone()))
+                    .collect();
+                view.send_replace(NodeView::Known(Arc::new(nodes)));
+            }
+            *failing = false;
+            changed
+        }
+        Err(e) => {
+            let was_failing = std::mem::replace(failing, true);
+            if !was_failing {
+                tracing::warn!(
+                    namespace = %key.namespace,
+                    controller = %key.controller,
+                    error = %e,
+                    "cannot read Slurm nodes; no worker pod is deleted until this recovers"
+                );
+                view.send_replace(NodeView::Unavailable(e.to_string()));
+            }
+            !was_failing
+        }
+    }
+}
+
+/// One job poll; true when the deadlines changed (a job starting, ending or changing its
+/// time limit; other job changes wake nothing).
+async fn poll_jobs(
+    key: &ClusterKey,
+    tracker: &mut JobTracker,
+    view: &watch::Sender<Deadlines>,
+    failing: &mut bool,
+) -> bool {
+    let read = match tracker.poll().await {
+        Ok(poll) if poll.changes.is_empty() && view.borrow().is_some() => return false,
+        Ok(_) => job_deadlines(tracker.snapshot()).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    match read {
+        Ok(deadlines) => {
+            *failing = false;
+            let same = view.borrow().as_deref() == Some(&deadlines);
+            if !same {
+                view.send_replace(Some(Arc::new(deadlines)));
+            }
+            !same
+        }
+        Err(why) => {
+            if !std::mem::replace(failing, true) {
+                tracing::warn!(
+                    namespace = %key.namespace,
+                    controller = %key.controller,
+                    error = %why,
+                    "cannot read Slurm jobs; pod-deadline annotations are left as they are"
+                );
+            }
+            view.send_replace(None).is_some()
+        }
+    }
+}
+
+/// Per Slurm node, the latest deadline (start + time limit) of the running (or suspended)
+/// jobs on it. A job whose node list cannot be read makes the whole map unknown rather than
+/// silently missing a node.
+pub fn job_deadlines<'a>(
+    jobs: impl IntoIterator<Item = &'a Job>,
+) -> Result<HashMap<String, Timestamp>, HostlistError> {
+    let mut deadlines = HashMap::new();
+    for job in jobs.into_iter().filter(|j| j.is_running()) {
+        let nodes = hostlist::expand(job.nodes.as_deref().unwrap_or(""))?;
+        let deadline =
+            crate::nodeset::deadline::job_deadline(job.start_time, job.time_limit_minutes);
+        crate::nodeset::deadline::record(
+            &mut deadlines,
+            nodes.iter().map(String::as_str),
+            deadline,
+        );
+    }
+    Ok(deadlines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use slurm_client::model::{JobState, Limit};
+
+    fn job(id: u32, state: JobState, nodes: &str, start: i64, minutes: Limit<u32>) -> Job {
+        let mut j = Job::default();
+        j.id = id;
+        j.state = state;
+        j.nodes = Some(nodes.into());
+        j.start_time = Some(start);
+        j.time_limit_minutes = minutes;
+        j
+    }
+
+    #[test]
+    fn deadlines_of_running_jobs_latest_per_node() {
+        let jobs = [
+            job(1, JobState::Running, "w-[0-1]", 1_000, Limit::Value(10)),
+            job(2, JobState::Running, "w-1,w-2", 1_000, Limit::Value(60)),
+            job(3, JobState::Pending, "", 0, Limit::Value(5)),
+            job(4, JobState::Completed, "w-3", 1_000, Limit::Value(5)),
+            job(5, JobState::Suspended, "w-4", 1_000, Limit::Infinite),
+        ];
+        let map = job_deadlines(&jobs).unwrap();
+        let secs = |n: &str| map[n].as_second();
+        assert_eq!(secs("w-0"), 1_600);
+        assert_eq!(secs("w-1"), 4_600);
+        assert_eq!(secs("w-2"), 4_600);
+        assert_eq!(map["w-4"], Timestamp::MAX);
+        assert!(!map.contains_key("w-3"));
+        assert_eq!(map.len(), 4);
+
+        let bad = [job(6, JobState::Running, "w-[1-", 0, Limit::Value(1))];
+        assert!(
+            job_deadlines(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("w-[1-")
+        );
+        assert!(job_deadlines(&[]).unwrap().is_empty());
     }
 }

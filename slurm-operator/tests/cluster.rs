@@ -7,107 +7,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use base64::Engine;
+use common::workers::{LIMIT, NODESET, node, pods, scale, slurm, wait_node, wait_pods};
 use common::{TestEnv, ground};
-use slurm_client::model::Node;
-use slurm_client::{Client, StaticToken};
-
-const NODESET: &str = "slurm-worker-slinky";
-const LIMIT: Duration = Duration::from_secs(240);
-
-fn token(env: &TestEnv) -> String {
-    let b64 = env.wait_for(
-        "secret/slurm-token-jwt-slurm",
-        "{.data.SLURM_JWT}",
-        LIMIT,
-        |v| !v.is_empty(),
-    );
-    String::from_utf8(
-        base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .expect("SLURM_JWT is base64"),
-    )
-    .expect("a JWT is text")
-}
-
-/// A client through the RestApi Service, with the Token's JWT.
-fn slurm(env: &TestEnv) -> Client {
-    let ip = env.wait_for("service/slurm-restapi", "{.spec.clusterIP}", LIMIT, |ip| {
-        ip.starts_with("10.")
-    });
-    let port = test_support::ground::forward_into_ground(format!("{ip}:6820").parse().unwrap());
-    Client::builder(format!("http://{port}"))
-        .token(StaticToken::new(token(env)))
-        .build()
-        .unwrap()
-}
-
-async fn node(client: &Client, name: &str) -> Node {
-    client
-        .get_node(name)
-        .await
-        .unwrap_or_else(|e| panic!("node {name}: {e}"))
-        .value
-}
-
-/// Polls `check` on Slurm node `name` until it holds.
-async fn wait_node(client: &Client, name: &str, what: &str, check: impl Fn(&Node) -> bool) -> Node {
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        if let Ok(n) = client.get_node(name).await {
-            if check(&n.value) {
-                return n.value;
-            }
-            if Instant::now() > deadline {
-                panic!(
-                    "Slurm node {name}: not {what} after {LIMIT:?}: {:?} {:?} {:?}",
-                    n.value.state, n.value.state_flags, n.value.reason
-                );
-            }
-        } else if Instant::now() > deadline {
-            panic!("Slurm node {name}: not readable after {LIMIT:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
-fn pods(env: &TestEnv) -> Vec<String> {
-    let mut names: Vec<String> = ground()
-        .get(
-            env.name(),
-            "pods",
-            &format!("{{.items[?(@.metadata.labels.app\\.kubernetes\\.io/instance==\"{NODESET}\")].metadata.name}}"),
-        )
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect();
-    names.sort();
-    names
-}
-
-fn wait_pods(env: &TestEnv, want: &[&str]) {
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        let now = pods(env);
-        if now == want {
-            return;
-        }
-        if Instant::now() > deadline {
-            panic!("pods {now:?}, want {want:?}");
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-fn scale(env: &TestEnv, replicas: u32) {
-    ground().ok(&[
-        "scale",
-        "-n",
-        env.name(),
-        &format!("nodeset/{NODESET}"),
-        &format!("--replicas={replicas}"),
-    ]);
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn slinky_manifests_make_a_working_cluster_that_scales_in_safely() {
@@ -196,6 +97,15 @@ async fn slinky_manifests_make_a_working_cluster_that_scales_in_safely() {
         .await
         .expect("admin drain");
 
+    // A running job gives slinky-2 a pod-deadline, which puts it after idle pods in the scale-in
+    // order; a deletion cost makes it the first victim again, so that the busy case is tested.
+    ground().ok(&[
+        "annotate",
+        "-n",
+        env.name(),
+        &format!("pod/{NODESET}-2"),
+        "nodeset.slinky.slurm.net/pod-deletion-cost=-100",
+    ]);
     scale(&env, 1);
     // slinky-1 is idle: drained, then deleted.
     wait_pods(&env, &[&format!("{NODESET}-0"), &format!("{NODESET}-2")]);

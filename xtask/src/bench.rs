@@ -1,5 +1,7 @@
 //! `cargo xtask bench`: the benchmarks that print figures, the cluster ones against a large
 //! Slurm 26.05 cluster (4 real nodes, 2,000 virtual ones, accounting) started and stopped here.
+//! The operator's benchmark runs on the Kubernetes test ground instead (`cargo xtask kube up`
+//! first; without it the benchmark says it is skipped).
 
 use std::path::Path;
 use std::process::Command;
@@ -20,7 +22,7 @@ struct Bench {
     needs_cluster: bool,
 }
 
-const BENCHES: [Bench; 3] = [
+const BENCHES: [Bench; 4] = [
     Bench {
         package: "slurm-exporter",
         name: "scale",
@@ -34,6 +36,12 @@ const BENCHES: [Bench; 3] = [
     Bench {
         package: "slurm-client",
         name: "decode",
+        needs_cluster: false,
+    },
+    // Builds its own Slurm clusters as pods on the test ground.
+    Bench {
+        package: "slurm-operator",
+        name: "operator",
         needs_cluster: false,
     },
 ];

@@ -1,4 +1,8 @@
-//! `cargo xtask demo`: a real Slurm cluster, and the project's tools working against it.
+//! `cargo xtask demo`: a real Slurm cluster, and the project's tools working against it;
+//! `cargo xtask demo operator`: a Slurm cluster on the Kubernetes test ground made from
+//! Slinky-style custom resources by the project's operator ([`operator`]).
+
+mod operator;
 
 use std::path::Path;
 use std::process::Command;
@@ -9,7 +13,27 @@ use crate::slurm::{self, Release, UpArgs};
 
 const RELEASE: Release = Release::R26_05;
 
-pub fn run(workspace: &Path) -> Result<()> {
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    #[command(subcommand)]
+    what: Option<DemoCmd>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum DemoCmd {
+    /// A Slurm cluster made from Slinky-style custom resources by slurm-operator, on the
+    /// Kubernetes test ground (started if needed); left running until Ctrl-C or `--down`.
+    Operator(operator::OperatorArgs),
+}
+
+pub fn run(workspace: &Path, args: &DemoArgs) -> Result<()> {
+    match &args.what {
+        None => run_client(workspace),
+        Some(DemoCmd::Operator(args)) => operator::run(workspace, args),
+    }
+}
+
+fn run_client(workspace: &Path) -> Result<()> {
     let state = match slurm::running(RELEASE)? {
         Some(state) => {
             eprintln!("==> using the running Slurm {RELEASE} cluster");

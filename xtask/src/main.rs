@@ -40,8 +40,9 @@ enum Cmd {
     /// Local Slurm clusters for development and tests.
     #[command(subcommand)]
     Slurm(slurm::SlurmCmd),
-    /// Start a real Slurm 26.05 cluster (or use the running one) and show the tools working against it.
-    Demo,
+    /// Start a real Slurm 26.05 cluster (or use the running one) and show the tools working against
+    /// it; `demo operator`: a cluster made from custom resources by slurm-operator.
+    Demo(demo::DemoArgs),
     /// Everything CI runs: generated-code check, fmt, clippy, all tests against real Slurm 24.11 and
     /// 26.05 clusters started and stopped here (needs root), and a build of the benchmarks.
     Test {
@@ -93,7 +94,7 @@ fn workspace() -> std::path::PathBuf {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().cmd {
         Cmd::Slurm(cmd) => slurm::run(cmd),
-        Cmd::Demo => demo::run(&workspace()),
+        Cmd::Demo(args) => demo::run(&workspace(), &args),
         Cmd::Test { cargo_args } => test::run(&workspace(), &cargo_args),
         Cmd::Bench { quick } => bench::run(&workspace(), quick),
         Cmd::Openapi(OpenapiCmd::Fetch) => openapi::fetch(&workspace()),

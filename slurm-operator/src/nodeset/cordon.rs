@@ -8,8 +8,8 @@
 use slurm_client::model::Node;
 
 use super::drain::{
-    Drain, ExistingReason, Undrain, drain, operator_reason, reason_is_ours, sanitize_reason,
-    undrain,
+    Drain, ExistingReason, Undrain, drain, operator_reason, reason_is_ours, resume,
+    sanitize_reason, undrain,
 };
 use super::view::PodView;
 
@@ -85,6 +85,12 @@ pub fn sync(pod: &PodView, node: Option<&Node>, pod_key: &str) -> CordonSync {
             return out;
         }
         out.cordon = Some(false);
+    }
+    if pod.is_healthy()
+        && let Some(resume) = resume(node, &pod_uncordoned_reason(pod_key))
+    {
+        out.undrain = Some(resume);
+        return out;
     }
     out.undrain = undrain(node, &pod_uncordoned_reason(pod_key));
     out

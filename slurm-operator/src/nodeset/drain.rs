@@ -19,11 +19,13 @@ pub struct Drain {
     pub reason: String,
 }
 
-/// Lift the drain of a Slurm node (state `UNDRAIN`), recording this (full, prefixed) reason.
+/// Lift the drain of a Slurm node (state `UNDRAIN`), recording this (full, prefixed) reason;
+/// with `resume`, return a node the operator set DOWN to service (state `RESUME`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Undrain {
     pub node: String,
     pub reason: String,
+    pub resume: bool,
 }
 
 /// `reason` with the operator's prefix.
@@ -104,6 +106,23 @@ pub fn undrain(node: &Node, reason: &str) -> Option<Undrain> {
     Some(Undrain {
         node: node.name.clone(),
         reason: operator_reason(reason),
+        resume: false,
+    })
+}
+
+/// The resume to send for `node`, DOWN with the operator's own reason (the preStop hook of the
+/// pod it replaced wrote `Pod is terminating`) while the pod now running there is healthy and
+/// slurmd answers: without it the new pod's node would stay DOWN for good. A node DOWN for any
+/// other reason, or not responding, is left alone.
+pub fn resume(node: &Node, reason: &str) -> Option<Undrain> {
+    let down = node.state == slurm_client::model::NodeState::Down;
+    if !down || node.is_not_responding() || !reason_is_ours(node) || node.reason.is_none() {
+        return None;
+    }
+    Some(Undrain {
+        node: node.name.clone(),
+        reason: operator_reason(reason),
+        resume: true,
     })
 }
 

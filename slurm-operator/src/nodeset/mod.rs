@@ -1,8 +1,9 @@
-//! NodeSet decisions (StatefulSet scaling mode), as pure functions of what the reconciler
-//! observed: which pods to create, which to drain and then delete, cordon sync between
-//! Kubernetes nodes and Slurm drains, `SlurmNodeState*` pod conditions, the `pod-protect`
-//! label, `pod-deadline` and the status counters. Nothing here talks to the API server or to
-//! Slurm; [`plan::plan`] returns a [`Plan`] that the reconciler applies.
+//! NodeSet decisions (StatefulSet scaling mode; DaemonSet mode in [`daemon`]), as pure
+//! functions of what the reconciler observed: which pods to create, which to drain and then
+//! delete, cordon sync between Kubernetes nodes and Slurm drains, `SlurmNodeState*` pod
+//! conditions, the `pod-protect` label, `pod-deadline` and the status counters. Nothing here
+//! talks to the API server or to Slurm; [`plan::plan`] returns a [`Plan`] that the reconciler
+//! applies.
 //!
 //! Safety rules that hold throughout: a pod is deleted only once its Slurm node is drained
 //! and idle (or not registered); when the Slurm listing failed nothing is deleted, drained or
@@ -11,9 +12,11 @@
 
 pub mod conditions;
 pub mod cordon;
+pub mod daemon;
 pub mod deadline;
 pub mod drain;
 pub mod plan;
+pub mod scheduled;
 pub mod status;
 pub mod update;
 pub mod victims;
@@ -23,10 +26,11 @@ pub mod view;
 mod tests;
 
 pub use conditions::{CONDITION_PREFIX, SlurmCondition, slurm_conditions};
+pub use daemon::{DaemonInput, DaemonPodToCreate, KubeNode, Placement, daemon_plan};
 pub use drain::{Drain, REASON_PREFIX, Undrain};
 pub use plan::{
     AnnotationChange, DeleteReason, Plan, PlanInput, PodConditions, PodToCreate, PodToDelete,
-    ProtectChange, plan,
+    ProtectChange, plan, plan_scheduled,
 };
 pub use status::{NodeSetCounters, ReplicaCounts, SlurmCounts};
 pub use view::{

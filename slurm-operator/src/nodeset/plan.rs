@@ -14,8 +14,10 @@ use slurm_client::model::Node;
 
 use super::conditions::{SlurmCondition, slurm_conditions};
 use super::cordon::{self, CordonSync};
+use super::daemon::{DaemonPodToCreate, DaemonScaling};
 use super::deadline;
 use super::drain::{Drain, ExistingReason, Undrain, drain};
+use super::scheduled;
 use super::status::{NodeSetCounters, replica_counts, slurm_counts};
 use super::update::rolling_update_victims;
 use super::victims::{Candidate, sort_for_deletion};
@@ -24,6 +26,11 @@ use crate::render::labels::{ANNOTATION_POD_CORDON, ANNOTATION_POD_DEADLINE};
 
 /// Requeue while a condemned pod waits for its Slurm node to drain, and Slinky's base.
 pub const DRAIN_REQUEUE: Duration = Duration::from_secs(30);
+
+/// How long a Ready pod's slurmd gets to register before the pod counts as "not registered" and
+/// is replaced: readiness only says slurmd listens, and on a loaded machine its registration
+/// (and the next node poll) can lag behind. Slinky replaces such a pod at once.
+pub const REGISTRATION_GRACE_SECS: u32 = 60;
 
 /// Everything the reconciler observed for one NodeSet.
 #[derive(Debug, Clone, Copy)]
@@ -59,6 +66,12 @@ pub enum DeleteReason {
     Terminal,
     /// Running and available, but its Slurm node is not registered.
     NotRegistered,
+    /// DaemonSet mode: its Kubernetes node is gone or no longer eligible.
+    Ineligible,
+    /// DaemonSet mode: its hostname is no longer its node's.
+    HostnameMismatch,
+    /// DaemonSet mode: a second pod on one node.
+    Duplicate,
 }
 
 /// A pod to delete now.
@@ -96,6 +109,8 @@ pub struct PodConditions {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Plan {
     pub create: Vec<PodToCreate>,
+    /// DaemonSet mode: one pod per node.
+    pub create_daemon: Vec<DaemonPodToCreate>,
     pub delete: Vec<PodToDelete>,
     pub annotations: Vec<AnnotationChange>,
     pub drain: Vec<Drain>,
@@ -115,6 +130,32 @@ pub struct Plan {
 
 /// Plans one pass.
 pub fn plan(input: &PlanInput<'_>) -> Plan {
+    plan_scheduled(input, None)
+}
+
+/// [`plan`] for a ScheduledUpdate whose reservation `reservation` exists in Slurm: old pods
+/// whose Slurm node is in maintenance inside it are condemned (drained, then deleted).
+/// `None`: no such reservation, or it could not be looked up — nothing is replaced.
+pub fn plan_scheduled(input: &PlanInput<'_>, reservation: Option<&str>) -> Plan {
+    plan_with(input, reservation, Scaling::Ordinals)
+}
+
+/// How pods are counted and placed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Scaling<'a> {
+    /// StatefulSet mode: `replicas` pods at ordinals.
+    Ordinals,
+    /// DaemonSet mode: the per-node decisions of [`super::daemon`]; `nodeset.replicas` holds
+    /// the eligible node count.
+    Daemon(&'a DaemonScaling),
+}
+
+/// [`plan_scheduled`] in either scaling mode.
+pub(crate) fn plan_with(
+    input: &PlanInput<'_>,
+    reservation: Option<&str>,
+    scaling: Scaling<'_>,
+) -> Plan {
     let ns = input.nodeset;
     let nodes = match input.slurm {
         SlurmView::Nodes(nodes) => Some(nodes),
@@ -153,14 +194,29 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     let mode_pods = input.pods.iter().filter(|p| !p.wrong_scaling_mode);
     let count = mode_pods.clone().count() as u32;
     let terminating = mode_pods.filter(|p| p.deleting).count() as u32;
+    let daemon = match scaling {
+        Scaling::Daemon(d) => Some(d),
+        Scaling::Ordinals => None,
+    };
+    let daemon_condemned =
+        |p: &PodView| daemon.is_some_and(|d| d.condemn.iter().any(|(n, _)| *n == p.name));
     let mode_live: Vec<&PodView> = live
         .iter()
         .copied()
-        .filter(|p| !p.wrong_scaling_mode)
+        .filter(|p| !p.wrong_scaling_mode && !daemon_condemned(p))
         .collect();
 
     let mut condemned: Vec<(&PodView, DeleteReason)> = Vec::new();
-    if count < ns.replicas {
+    // DaemonSet mode: the per-node decisions, then the steady-state steps below.
+    if let Some(d) = daemon {
+        plan.create_daemon = d.create.clone();
+        for (name, reason) in &d.condemn {
+            if let Some(pod) = live.iter().find(|p| p.name == *name) {
+                condemned.push((pod, *reason));
+            }
+        }
+    }
+    if daemon.is_none() && count < ns.replicas {
         let used: BTreeSet<u32> = input.pods.iter().filter_map(|p| p.ordinal).collect();
         plan.create = (0..)
             .filter(|o| !used.contains(o))
@@ -170,7 +226,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
                 name: ns.pod_name(ordinal),
             })
             .collect();
-    } else if count > ns.replicas {
+    } else if daemon.is_none() && count > ns.replicas {
         // Terminating pods are already on their way out and make up part of the excess.
         let excess = (count - ns.replicas).saturating_sub(terminating) as usize;
         let mut order: Vec<Candidate<'_>> = mode_live.iter().map(|p| candidate(p)).collect();
@@ -201,6 +257,10 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
                     .map(|c| (c.pod, DeleteReason::Update)),
             );
         }
+        if let (Some(name), Some(nodes)) = (reservation, nodes) {
+            let old = scheduled::under_reservation(&running, &ns.update_revision, nodes, name);
+            condemned.extend(old.into_iter().map(|p| (p, DeleteReason::Update)));
+        }
     }
 
     for (pod, reason) in &condemned {
@@ -214,7 +274,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
                 || pod.slurm_node.is_empty()
                 || nodes.contains_key(&pod.slurm_node)
                 || !pod.is_healthy()
-                || !pod.is_available(ns.min_ready_seconds, input.now)
+                || !pod.is_available(ns.min_ready_seconds.max(REGISTRATION_GRACE_SECS), input.now)
             {
                 continue;
             }

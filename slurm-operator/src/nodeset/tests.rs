@@ -760,7 +760,7 @@ fn cordon_sync_table() {
             undrain: false,
         },
         Case {
-            why: "down with our drain: not undrained",
+            why: "down with our reason (the old pod's preStop), answering, pod healthy: resumed",
             pod: p0.clone(),
             node: Some(node(
                 "gpu-0",
@@ -768,6 +768,14 @@ fn cordon_sync_table() {
                 &["DRAIN"],
                 Some(ours_cordoned),
             )),
+            cordon: None,
+            drain: None,
+            undrain: true,
+        },
+        Case {
+            why: "down with an admin's reason: left alone",
+            pod: p0.clone(),
+            node: Some(node("gpu-0", NodeState::Down, &[], Some("admin: psu"))),
             cordon: None,
             drain: None,
             undrain: false,

@@ -8,6 +8,7 @@ pub mod conditions;
 pub mod context;
 pub mod controller;
 pub mod error;
+pub mod loginset;
 pub mod nodeset;
 pub mod refs;
 pub mod restapi;

@@ -230,6 +230,14 @@ pub fn daemon_pod(
             ..Default::default()
         }],
     });
+    // Kubernetes' daemon tolerations: a cordoned or pressured node keeps its worker (Slinky #259).
+    let host_network = spec.host_network == Some(true);
+    let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
+    for t in crate::nodeset::daemon::daemon_tolerations(host_network) {
+        if !tolerations.contains(&t) {
+            tolerations.push(t);
+        }
+    }
     let labels = pod.metadata.labels.get_or_insert_with(BTreeMap::new);
     labels.insert(labels::LABEL_POD_HOSTNAME.into(), hostname);
     labels.insert(
@@ -732,6 +740,18 @@ mod tests {
                 .unwrap(),
             &["node-1.example.org"]
         );
+        let keys: Vec<&str> = spec
+            .tolerations
+            .as_ref()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t.key.as_deref())
+            .collect();
+        assert!(
+            keys.contains(&"node.kubernetes.io/unschedulable"),
+            "{keys:?}"
+        );
+        assert!(keys.contains(&"node.kubernetes.io/not-ready"), "{keys:?}");
     }
 
     #[test]

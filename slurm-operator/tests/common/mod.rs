@@ -6,6 +6,7 @@
 #![allow(dead_code)] // each test binary uses a part
 
 mod in_cluster;
+pub mod workers;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

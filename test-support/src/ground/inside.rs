@@ -5,10 +5,9 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -16,31 +15,25 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use super::Ground;
+use super::netns::{self, RESOLV_CONF, inside_server};
 
-pub(super) const NETNS: &str = "slurm-dev-kube";
-pub(super) const NETNS_PATH: &str = "/run/netns/slurm-dev-kube";
-
-/// The API server as a pod sees it. Its serving certificate has this IP as a SAN.
-pub const INSIDE_SERVER: &str = "https://10.96.0.1:443";
-
-/// A pod's resolv.conf as the test kubelet writes it (for namespace `default`): netd's DNS.
-const RESOLV_CONF: &str = "nameserver 10.96.0.10\n\
-     search default.svc.cluster.local svc.cluster.local cluster.local\n\
-     options ndots:5\n";
+pub(super) use super::netns::NETNS_PATH;
 
 /// How long [`InsideProcess::kill`] waits after SIGTERM before SIGKILL.
 const GRACE: Duration = Duration::from_secs(10);
 
 impl Ground {
-    /// A kubeconfig equal to the ground's but for [`INSIDE_SERVER`], beside the ground's (mode
-    /// 0600: it holds the admin client key). Written once per test process.
+    /// A kubeconfig equal to the ground's but for
+    /// [`INSIDE_SERVER`](super::netns::INSIDE_SERVER), beside the ground's (mode 0600: it holds
+    /// the admin client key). Written once per test process.
     pub fn inside_kubeconfig(&self) -> PathBuf {
         self.inside_kubeconfig
             .get_or_init(|| {
                 let text = std::fs::read_to_string(&self.kubeconfig)
                     .unwrap_or_else(|e| panic!("{}: {e}", self.kubeconfig.display()));
+                let text = inside_server(&text).expect("the ground's kubeconfig names no server");
                 let path = self.beside_kubeconfig("kubeconfig-inside");
-                write_private(&path, &inside_server(&text));
+                write_private(&path, &text);
                 path
             })
             .clone()
@@ -65,23 +58,16 @@ impl Ground {
         if !resolv.exists() {
             write_private(&resolv, RESOLV_CONF);
         }
-        let program = program.as_ref();
-        let mut argv: Vec<OsString> = ["netns", "exec", NETNS, "sh", "-c", WRAPPER]
-            .iter()
-            .map(OsString::from)
-            .collect();
-        argv.push(resolv.into_os_string());
-        argv.push(program.to_owned());
-        argv.extend(args.iter().map(OsString::from));
-        let mut env: Vec<(OsString, OsString)> = env
-            .iter()
-            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-            .collect();
-        env.push(("KUBECONFIG".into(), self.inside_kubeconfig().into()));
         let mut process = InsideProcess {
-            argv,
-            env,
-            log: log_path(program),
+            resolv,
+            program: program.as_ref().to_owned(),
+            args: args.iter().map(OsString::from).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+                .collect(),
+            kubeconfig: self.inside_kubeconfig(),
+            log: log_path(program.as_ref()),
             child: None,
         };
         process.start();
@@ -96,40 +82,8 @@ impl Ground {
     }
 }
 
-/// `$0` is the resolv.conf to mount, `$@` the command. The mount stays in the private mount
-/// namespace `ip netns exec` made.
-const WRAPPER: &str = r#"mount --bind "$0" /etc/resolv.conf && exec "$@""#;
-
-/// The kubeconfig `text` with every `server:` line pointing at [`INSIDE_SERVER`].
-fn inside_server(text: &str) -> String {
-    let mut replaced = 0;
-    let mut out = String::new();
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("server:") {
-            let indent = &line[..line.len() - trimmed.len()];
-            out.push_str(&format!("{indent}server: {INSIDE_SERVER}\n"));
-            replaced += 1;
-        } else {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    assert!(replaced > 0, "the ground's kubeconfig names no server");
-    out
-}
-
 fn write_private(path: &Path, text: &str) {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .unwrap_or_else(|e| panic!("{}: {e}", tmp.display()));
-    file.write_all(text.as_bytes()).unwrap();
-    std::fs::rename(&tmp, path).unwrap();
+    netns::write_private(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 
 /// `<temp>/ground-inside-<test pid>/<program>-<n>.log`.
@@ -149,9 +103,12 @@ fn log_path(program: &OsStr) -> PathBuf {
 
 /// A process inside the ground (see [`Ground::spawn_inside`]); killed on drop.
 pub struct InsideProcess {
-    /// `ip`'s arguments: the wrapper, then the program and its arguments.
-    argv: Vec<OsString>,
+    /// The resolv.conf bind-mounted over /etc/resolv.conf inside.
+    resolv: PathBuf,
+    program: OsString,
+    args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
+    kubeconfig: PathBuf,
     log: PathBuf,
     child: Option<Child>,
 }
@@ -164,9 +121,8 @@ impl InsideProcess {
             .append(true)
             .open(&self.log)
             .unwrap_or_else(|e| panic!("{}: {e}", self.log.display()));
-        writeln!(log, "--- started: {:?}", &self.argv[7..]).unwrap();
-        let child = Command::new("ip")
-            .args(&self.argv)
+        writeln!(log, "--- started: {:?} {:?}", self.program, self.args).unwrap();
+        let child = netns::command(&self.resolv, &self.kubeconfig, &self.program, &self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -294,16 +250,9 @@ impl Drop for InsideProcess {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::process::Command;
 
-    #[test]
-    fn every_server_line_points_inside() {
-        let text = "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: AAA\n    server: https://127.0.0.1:6443\n  name: ground\n";
-        let out = inside_server(text);
-        assert!(out.contains("    server: https://10.96.0.1:443\n"), "{out}");
-        assert!(!out.contains("127.0.0.1"), "{out}");
-        assert!(out.contains("certificate-authority-data: AAA\n"));
-    }
+    use super::*;
 
     #[test]
     fn a_missing_process_and_a_zombie_have_exited() {

@@ -5,6 +5,7 @@
 
 mod forward;
 mod inside;
+mod netns;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -4,15 +4,20 @@
 //!
 //! A delete is checked once more against a fresh read of the Slurm node right before it is
 //! sent: the plan may be a few seconds old, and a pod is never deleted while its node runs jobs.
+//! A drain or undrain is sent only while the node is still as the plan saw it (state, flags,
+//! reason): the tracker's view lags the operator's own writes by up to one poll, and a decision
+//! made on a stale view (say, a pod cordoned by the operator a moment ago read as an
+//! administrator's cordon) must not reach Slurm. A skipped write is decided anew once the
+//! tracker has seen the change, which wakes the NodeSet.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, ResourceExt};
 use serde_json::json;
-use slurm_client::model::{NodeStateChange, NodeUpdate};
+use slurm_client::model::{Node, NodeStateChange, NodeUpdate};
 
 use super::super::apply::{FIELD_MANAGER, apply};
 use super::super::{Context, Error};
@@ -29,6 +34,8 @@ pub struct Target<'a> {
     pub pods: &'a [Pod],
     /// `None`: the cluster has no RestApi (Slurm actions are skipped).
     pub slurm: Option<&'a slurm_client::Client>,
+    /// The Slurm nodes the plan was made from; `None` when they were not known.
+    pub seen: Option<&'a HashMap<String, Node>>,
 }
 
 fn patch_params() -> PatchParams {
@@ -64,6 +71,14 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
 
     if let Some(slurm) = t.slurm {
         for d in &plan.drain {
+            match still_as_seen(ctx, slurm, t.seen, &d.node).await {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    keep(Err(e));
+                    continue;
+                }
+            }
             let update = NodeUpdate::state(NodeStateChange::Drain, Some(&d.reason));
             let r = slurm.update_node(&d.node, &update).await;
             ctx.metrics.slurm_call("drain_node", &r);
@@ -80,9 +95,22 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
             keep(r.map(drop).map_err(Error::from));
         }
         for u in &plan.undrain {
-            let update = NodeUpdate::state(NodeStateChange::Undrain, Some(&u.reason));
+            match still_as_seen(ctx, slurm, t.seen, &u.node).await {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    keep(Err(e));
+                    continue;
+                }
+            }
+            let (state, operation) = if u.resume {
+                (NodeStateChange::Resume, "resume_node")
+            } else {
+                (NodeStateChange::Undrain, "undrain_node")
+            };
+            let update = NodeUpdate::state(state, Some(&u.reason));
             let r = slurm.update_node(&u.node, &update).await;
-            ctx.metrics.slurm_call("undrain_node", &r);
+            ctx.metrics.slurm_call(operation, &r);
             keep(r.map(drop).map_err(Error::from));
         }
     }
@@ -124,6 +152,48 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
             Err(e) => Err(e.into()),
         };
         keep(r);
+    }
+
+    // DaemonSet mode: one pod per node, its claims first (named after the hostname).
+    if !plan.create_daemon.is_empty() {
+        let nodes: Vec<&str> = plan.create_daemon.iter().map(|c| c.node.as_str()).collect();
+        ctx.event(
+            t.nodeset,
+            false,
+            "ScalingUp",
+            "Create",
+            format!("creating pods on nodes {}", nodes.join(", ")),
+        )
+        .await;
+    }
+    for c in &plan.create_daemon {
+        for pvc in render::nodeset_pod::daemon_pvcs(t.nodeset, &c.hostname) {
+            match claims.create(&PostParams::default(), &pvc).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(e) => keep(Err(e.into())),
+            }
+        }
+        let pod = render::nodeset_pod::daemon_pod(
+            t.nodeset,
+            t.controller,
+            &c.node,
+            c.hostname_override.as_deref(),
+            t.revision,
+            &ctx.cluster_domain,
+        );
+        keep(match pod {
+            Ok(mut pod) => {
+                if let Some(label) = &c.hostname_label {
+                    pin_by_hostname_label(&mut pod, label);
+                }
+                pods.create(&PostParams::default(), &pod)
+                    .await
+                    .map(drop)
+                    .map_err(Error::from)
+            }
+            Err(e) => Err(e.into()),
+        });
     }
 
     for d in &plan.delete {
@@ -180,6 +250,37 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
     }
 }
 
+/// Whether Slurm node `name` is still in the state, flags and reason the plan saw (a fresh
+/// read). `false` when it changed since, or when the plan did not see it.
+async fn still_as_seen(
+    ctx: &Context,
+    slurm: &slurm_client::Client,
+    seen: Option<&HashMap<String, Node>>,
+    name: &str,
+) -> Result<bool, Error> {
+    let Some(seen) = seen.and_then(|nodes| nodes.get(name)) else {
+        return Ok(false);
+    };
+    let fresh = slurm.get_node(name).await;
+    ctx.metrics.slurm_call("get_node", &fresh);
+    let fresh = match fresh {
+        Ok(n) => n.value,
+        Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e.into()),
+    };
+    let same = fresh.state == seen.state
+        && fresh.state_flags == seen.state_flags
+        && fresh.reason.as_deref().unwrap_or_default()
+            == seen.reason.as_deref().unwrap_or_default();
+    if !same {
+        tracing::debug!(
+            node = name,
+            "Slurm node changed since the plan was made; its drain or undrain waits for a fresh view"
+        );
+    }
+    Ok(same)
+}
+
 /// The cluster's headless worker Service and PDB, owned by all of its NodeSets.
 async fn cluster_objects(ctx: &Context, controller: &Controller) -> Result<(), Error> {
     let ns = controller.namespace().ok_or(Error::Unnamed)?;
@@ -211,7 +312,10 @@ async fn delete(
         return Ok(());
     };
     let drain_needed = !matches!(reason, DeleteReason::Terminal | DeleteReason::NotRegistered);
-    if let (true, Some(slurm)) = (drain_needed, t.slurm) {
+    // "Not registered" comes from the tracker's view, which may predate the pod becoming
+    // ready by a poll interval: confirmed against a fresh read as well.
+    let check_fresh = drain_needed || reason == DeleteReason::NotRegistered;
+    if let (true, Some(slurm)) = (check_fresh, t.slurm) {
         let node = pod
             .spec
             .as_ref()
@@ -220,6 +324,7 @@ async fn delete(
         let fresh = slurm.get_node(&node).await;
         ctx.metrics.slurm_call("get_node", &fresh);
         match fresh {
+            Ok(_) if reason == DeleteReason::NotRegistered => return Ok(()), // registered now
             Ok(n) if n.value.is_drained_idle() => {}
             Ok(_) => return Ok(()), // busy again or undrained: the next pass decides anew
             Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => {}
@@ -350,4 +455,31 @@ async fn status(
     )
     .await?;
     Ok(())
+}
+
+/// Adds `kubernetes.io/hostname In [<label>]` to the DaemonSet pod's node-name pin: the same
+/// node on a real cluster, and a scheduler that ignores `matchFields` (the test ground's) still
+/// places the pod on its node.
+fn pin_by_hostname_label(pod: &mut Pod, label: &str) {
+    let terms = pod
+        .spec
+        .as_mut()
+        .and_then(|s| s.affinity.as_mut())
+        .and_then(|a| a.node_affinity.as_mut())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_mut()
+        });
+    for term in terms
+        .into_iter()
+        .flat_map(|r| r.node_selector_terms.iter_mut())
+    {
+        term.match_expressions.get_or_insert_with(Vec::new).push(
+            k8s_openapi::api::core::v1::NodeSelectorRequirement {
+                key: crate::nodeset::daemon::HOSTNAME_LABEL.into(),
+                operator: "In".into(),
+                values: Some(vec![label.to_owned()]),
+            },
+        );
+    }
 }

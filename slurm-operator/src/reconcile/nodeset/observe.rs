@@ -2,12 +2,16 @@
 
 use std::collections::HashMap;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
-use crate::crd::{NodeSet, UpdateStrategyType};
-use crate::nodeset::{MaxUnavailable, NodeProblem, NodeSetView, PodPhase, PodView, UpdateStrategy};
+use crate::crd::{NodeSet, ScalingMode, UpdateStrategyType};
+use crate::nodeset::{
+    KubeNode, MaxUnavailable, NodeProblem, NodeSetView, Placement, PodPhase, PodView,
+    UpdateStrategy,
+};
+use crate::render::labels::{ANNOTATION_HOSTNAME_OVERRIDE, ANNOTATION_TOPOLOGY_SPEC};
 use crate::render::labels::{
     ANNOTATION_NODE_CORDON_REASON, ANNOTATION_POD_CORDON, ANNOTATION_POD_DEADLINE,
     ANNOTATION_POD_DELETION_COST, LABEL_CONTROLLER_REVISION_HASH, LABEL_POD_PROTECT,
@@ -18,10 +22,12 @@ use crate::render::labels::{
 pub fn nodeset_view(nodeset: &NodeSet, update_revision: &str) -> NodeSetView {
     let spec = &nodeset.spec;
     let update = match spec.update_strategy_type() {
-        UpdateStrategyType::OnDelete => UpdateStrategy::OnDelete,
-        // ScheduledUpdate (a Slurm maintenance reservation) is not built yet: its pods are
-        // replaced as with RollingUpdate, one drain at a time.
-        _ => UpdateStrategy::RollingUpdate {
+        // ScheduledUpdate replaces only the pods its reservation holds in maintenance
+        // (`plan_scheduled`), never on its own.
+        UpdateStrategyType::OnDelete | UpdateStrategyType::ScheduledUpdate => {
+            UpdateStrategy::OnDelete
+        }
+        UpdateStrategyType::RollingUpdate => UpdateStrategy::RollingUpdate {
             max_unavailable: match spec.max_unavailable() {
                 IntOrString::Int(n) => MaxUnavailable::Count(n.max(0) as u32),
                 IntOrString::String(s) => MaxUnavailable::parse(&s).unwrap_or_default(),
@@ -40,8 +46,14 @@ pub fn nodeset_view(nodeset: &NodeSet, update_revision: &str) -> NodeSetView {
     }
 }
 
-/// The planner's view of one pod; `nodes` holds the Kubernetes nodes the pods run on.
-pub fn pod_view(nodeset: &str, pod: &Pod, nodes: &HashMap<String, Node>) -> PodView {
+/// The planner's view of one pod; `nodes` holds the Kubernetes nodes the pods run on; pods
+/// whose scaling-mode label is not `mode` are left over from the other mode.
+pub fn pod_view(
+    nodeset: &str,
+    pod: &Pod,
+    nodes: &HashMap<String, Node>,
+    mode: ScalingMode,
+) -> PodView {
     let name = pod.name_any();
     let ordinal = name
         .strip_prefix(nodeset)
@@ -102,8 +114,62 @@ pub fn pod_view(nodeset: &str, pod: &Pod, nodes: &HashMap<String, Node>) -> PodV
         protected: labels.get(LABEL_POD_PROTECT).is_some_and(|v| v == "true"),
         wrong_scaling_mode: labels
             .get(LABEL_SCALING_MODE)
-            .is_some_and(|m| m != "StatefulSet"),
+            .is_some_and(|m| m != mode.as_str()),
         k8s_node,
         name,
     }
+}
+
+/// A Kubernetes node as the DaemonSet decisions see it.
+pub fn kube_node(node: &Node) -> KubeNode {
+    let spec = node.spec.as_ref();
+    let annotations = node.annotations();
+    KubeNode {
+        name: node.name_any(),
+        labels: node.labels().clone(),
+        taints: spec.and_then(|s| s.taints.clone()).unwrap_or_default(),
+        unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+        hostname_override: annotations.get(ANNOTATION_HOSTNAME_OVERRIDE).cloned(),
+        topology: annotations.get(ANNOTATION_TOPOLOGY_SPEC).cloned(),
+    }
+}
+
+/// The scheduling constraints of a rendered worker pod spec, plus the daemon tolerations.
+pub fn placement(spec: &PodSpec) -> Placement {
+    let mut tolerations = spec.tolerations.clone().unwrap_or_default();
+    tolerations.extend(crate::nodeset::daemon::daemon_tolerations(
+        spec.host_network == Some(true),
+    ));
+    Placement {
+        node_selector: spec.node_selector.clone().unwrap_or_default(),
+        required: spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .and_then(|n| {
+                n.required_during_scheduling_ignored_during_execution
+                    .clone()
+            }),
+        tolerations,
+    }
+}
+
+/// The Kubernetes node a DaemonSet-mode pod runs on (`spec.nodeName`) or is pinned to (the
+/// `metadata.name` match field of its required node affinity).
+pub fn pinned_node(pod: &Pod) -> Option<String> {
+    let spec = pod.spec.as_ref()?;
+    if let Some(n) = spec.node_name.as_ref().filter(|n| !n.is_empty()) {
+        return Some(n.clone());
+    }
+    spec.affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms
+        .iter()
+        .flat_map(|t| t.match_fields.iter().flatten())
+        .find(|r| r.key == "metadata.name" && r.operator == "In")
+        .and_then(|r| r.values.as_ref()?.first().cloned())
 }

@@ -13,7 +13,7 @@ use tokio::sync::broadcast;
 
 use super::super::{Context, Scope};
 use crate::crd::{Controller, NodeSet};
-use crate::render::labels::ANNOTATION_NODE_CORDON_REASON;
+use crate::render::labels::{ANNOTATION_HOSTNAME_OVERRIDE, ANNOTATION_NODE_CORDON_REASON};
 use crate::slurm::ClusterKey;
 
 /// Cluster keys whose Slurm nodes changed, fanned out to the NodeSet watcher of every scope.
@@ -47,7 +47,7 @@ pub fn wire(
 ) -> Runner<NodeSet> {
     let store = runner.store();
     let (for_nodes, for_controllers, for_slurm) = (store.clone(), store.clone(), store);
-    // Nodes change every few seconds (heartbeats); only cordon state and reason matter here.
+    // Nodes change every few seconds (heartbeats); only what cordon_state hashes matters here.
     let nodes = watcher(
         Api::<Node>::all(ctx.client.clone()),
         watcher::Config::default(),
@@ -106,14 +106,21 @@ fn in_cluster(
         .collect()
 }
 
+/// What of a node the NodeSets act on: cordon and its reason, and, for DaemonSet mode, the
+/// labels, taints and hostname override that decide where a pod belongs.
 fn cordon_state(node: &Node) -> Option<u64> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    node.spec
-        .as_ref()
-        .and_then(|s| s.unschedulable)
-        .hash(&mut h);
+    let spec = node.spec.as_ref();
+    spec.and_then(|s| s.unschedulable).hash(&mut h);
     node.annotations()
         .get(ANNOTATION_NODE_CORDON_REASON)
         .hash(&mut h);
+    node.annotations()
+        .get(ANNOTATION_HOSTNAME_OVERRIDE)
+        .hash(&mut h);
+    node.labels().hash(&mut h);
+    for t in spec.and_then(|s| s.taints.as_ref()).into_iter().flatten() {
+        (&t.key, &t.value, &t.effect).hash(&mut h);
+    }
     Some(h.finish())
 }

@@ -1,0 +1,578 @@
+//! End to end on the test ground, on one Slurm 26.05 cluster (Controller + RestApi + NodeSet of 2
+//! + Token) built once: what happens to it over its life.
+//!
+//! 1. `kubectl cordon` of a Kubernetes node drains the Slurm nodes of the worker pods on it (with
+//!    Slinky's reason, or the node's `node-cordon-reason` annotation), `uncordon` resumes them.
+//! 2. At rest the operator writes nothing to the API server (read from the audit log).
+//! 3. The operator is killed in the middle of a scale-in (the victim, made first by its
+//!    deletion cost, runs a job); the new one keeps the busy pod drained and deletes it once its
+//!    job ended.
+//! 4. `kubectl scale nodeset --replicas=0` and back to 2, as an HPA would do it through the scale
+//!    subresource: pods drain and go, come back, and their Slurm nodes are idle again.
+//! 5. A change of the Controller's `extraConf` rolls slurmctld, and the cluster works after.
+//!
+//! `inplaceReconfigure` is not covered: the ground's kubelet writes ConfigMap volumes once, when
+//! a pod starts, so the reconfigure sidecar would never see a new slurm.conf.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::workers::{LIMIT, NODESET, node, pod_uid, sbatch, scale, slurm, wait_node, wait_pods};
+use common::{TestEnv, ground};
+use slurm_client::Client;
+use slurm_client::model::{Node, NodeState};
+
+const CORDON_REASON_ANNOTATION: &str = "nodeset.slinky.slurm.net/node-cordon-reason";
+/// How long the cluster is watched at rest.
+const QUIET: Duration = Duration::from_secs(30);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_cluster_through_cordon_quiet_restart_scale_to_zero_and_config_change() {
+    let start = Instant::now();
+    let mut env = TestEnv::new("op-lifecycle");
+    env.start_operator(&["--slurm-poll", "1s"]);
+    env.apply_manifest("lifecycle.yaml");
+
+    for (what, want) in [
+        ("statefulset/slurm-controller", "1"),
+        ("deployment/slurm-restapi", "1"),
+        ("nodeset/slurm-worker-slinky", "2"),
+    ] {
+        env.wait_for(what, "{.status.readyReplicas}", LIMIT, |r| r == want);
+    }
+    let client = slurm(&env);
+    for host in ["slinky-0", "slinky-1"] {
+        wait_node(&client, host, "idle", is_idle).await;
+    }
+    phase("cluster up", start);
+
+    let t = Instant::now();
+    cordon_drains_and_uncordon_resumes(&env, &client).await;
+    phase("cordon", t);
+
+    // Findings that do not stop the later scenarios; reported at the end.
+    let mut findings: Vec<String> = Vec::new();
+    let t = Instant::now();
+    if let Err(writes) = no_writes_at_rest(&env, &client).await {
+        findings.push(writes);
+    }
+    phase("quiet", t);
+
+    let t = Instant::now();
+    restart_mid_scale_in_keeps_the_busy_pod(&mut env, &client).await;
+    phase("restart mid-scale-in", t);
+
+    let t = Instant::now();
+    scale_to_zero_and_back(&env, &client).await;
+    phase("scale 0 and back", t);
+
+    let t = Instant::now();
+    config_change_rolls_slurmctld(&env).await;
+    phase("config change", t);
+
+    phase("total", start);
+    assert!(findings.is_empty(), "{}", findings.join("\n\n"));
+}
+
+fn phase(what: &str, since: Instant) {
+    eprintln!("lifecycle: {what}: {:.1?}", since.elapsed());
+}
+
+// --- 1. cordon ---------------------------------------------------------------------------------
+
+/// A Kubernetes node this test cordoned (and maybe annotated): uncordoned and stripped of the
+/// annotation when dropped, also when the test fails.
+struct CordonGuard {
+    node: String,
+}
+
+impl CordonGuard {
+    fn cordon(&self) {
+        ground().ok(&["cordon", &self.node]);
+    }
+
+    fn uncordon(&self) {
+        ground().ok(&["uncordon", &self.node]);
+    }
+
+    fn annotate(&self, reason: &str) {
+        ground().ok(&[
+            "annotate",
+            "--overwrite",
+            "node",
+            &self.node,
+            &format!("{CORDON_REASON_ANNOTATION}={reason}"),
+        ]);
+    }
+
+    fn remove_annotation(&self) {
+        ground().ok(&[
+            "annotate",
+            "node",
+            &self.node,
+            &format!("{CORDON_REASON_ANNOTATION}-"),
+        ]);
+    }
+}
+
+impl Drop for CordonGuard {
+    fn drop(&mut self) {
+        let g = ground();
+        let _ = g.kubectl(&["uncordon", &self.node], None);
+        let _ = g.kubectl(
+            &[
+                "annotate",
+                "node",
+                &self.node,
+                &format!("{CORDON_REASON_ANNOTATION}-"),
+            ],
+            None,
+        );
+    }
+}
+
+/// The Kubernetes node under one of this test's worker pods that hosts the fewest worker pods of
+/// other tests (a cordon drains theirs too) and that nobody else has cordoned; with the pods of
+/// ours on it (pod name, Slurm node name).
+fn pick_node(env: &TestEnv) -> (String, Vec<(String, String)>) {
+    let g = ground();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mine = g.get(
+            env.name(),
+            "pods",
+            "{range .items[*]}{.metadata.name} {.spec.nodeName} {.spec.hostname}{\"\\n\"}{end}",
+        );
+        let mut by_node: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        for line in mine.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if let [pod, node, host] = f[..]
+                && pod.starts_with(NODESET)
+            {
+                by_node
+                    .entry(node.to_owned())
+                    .or_default()
+                    .push((pod.to_owned(), host.to_owned()));
+            }
+        }
+        let all = g.ok(&[
+            "get",
+            "pods",
+            "-A",
+            "-l",
+            "nodeset.slinky.slurm.net/pod-name",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.namespace} {.spec.nodeName}{\"\\n\"}{end}",
+        ]);
+        let foreign = |node: &str| {
+            all.lines()
+                .filter(|l| {
+                    let mut f = l.split_whitespace();
+                    f.next() != Some(env.name()) && f.next() == Some(node)
+                })
+                .count()
+        };
+        let cordoned = |node: &str| {
+            g.ok(&["get", "node", node, "-o", "jsonpath={.spec.unschedulable}"]) == "true"
+        };
+        let best = by_node
+            .into_iter()
+            .filter(|(node, _)| !cordoned(node))
+            .min_by_key(|(node, _)| foreign(node));
+        if let Some((node, pods)) = best {
+            eprintln!(
+                "lifecycle: cordoning {node} ({} worker pods of other tests on it)",
+                foreign(&node)
+            );
+            return (node, pods);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "every node under this test's worker pods stayed cordoned by someone else"
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+async fn cordon_drains_and_uncordon_resumes(env: &TestEnv, client: &Client) {
+    let (node, pods) = pick_node(env);
+    let guard = CordonGuard { node: node.clone() };
+
+    // Without a reason annotation: Slinky's reason, and the pod marked cordoned.
+    guard.cordon();
+    for (pod, host) in &pods {
+        let want = format!(
+            "slurm-operator: Node ({node}) was cordoned, Pod ({}/{pod}) must be cordoned",
+            env.name()
+        );
+        let n = wait_node(client, host, "drained for the cordon", |n| {
+            n.is_drain() && n.reason.as_deref() == Some(want.as_str())
+        })
+        .await;
+        assert!(!n.is_busy(), "{host}: {:?}", n.state);
+        env.wait_for(
+            &format!("pod/{pod}"),
+            "{.metadata.annotations.nodeset\\.slinky\\.slurm\\.net/pod-cordon}",
+            LIMIT,
+            |v| v == "true",
+        );
+    }
+    guard.uncordon();
+    for (pod, host) in &pods {
+        wait_node(client, host, "resumed after uncordon", is_idle).await;
+        env.wait_for(
+            &format!("pod/{pod}"),
+            "{.metadata.annotations.nodeset\\.slinky\\.slurm\\.net/pod-cordon}",
+            LIMIT,
+            str::is_empty,
+        );
+    }
+
+    // With the node's reason annotation (as a drainer sets it before it cordons): its text,
+    // sanitised, under the operator's prefix.
+    guard.annotate("  GPU 3 fell off the bus\tticket 42 ");
+    guard.cordon();
+    for (_, host) in &pods {
+        wait_node(client, host, "drained with the node's reason", |n| {
+            n.is_drain()
+                && n.reason.as_deref() == Some("slurm-operator: GPU 3 fell off the bus ticket 42")
+        })
+        .await;
+    }
+    guard.uncordon();
+    guard.remove_annotation();
+    for (_, host) in &pods {
+        wait_node(client, host, "resumed after uncordon", is_idle).await;
+    }
+    drop(guard);
+}
+
+// --- 2. no writes at rest ----------------------------------------------------------------------
+
+/// Watches the API server's audit log for [`QUIET`] while the test itself does nothing, and
+/// returns the writes in the test's namespace that the operator made (events and leases aside).
+/// Writes of the ground itself (kubelet, scheduler, its workload controllers) are told apart by
+/// their field manager: every patch of the operator names `slurm-operator`, the ground's apply
+/// patches name `kube-ground-*`, and the ground's status patches name none.
+async fn no_writes_at_rest(env: &TestEnv, client: &Client) -> Result<(), String> {
+    // Settled: Slurm nodes idle, the NodeSet's counters and the pods' conditions written.
+    env.wait_for(
+        &format!("nodeset/{NODESET}"),
+        "{.status.slurmIdle}",
+        LIMIT,
+        |v| v == "2",
+    );
+    for pod in [format!("{NODESET}-0"), format!("{NODESET}-1")] {
+        env.wait_for(
+            &format!("pod/{pod}"),
+            "{.status.conditions[?(@.type==\"SlurmNodeStateIdle\")].status}",
+            LIMIT,
+            |s| s == "True",
+        );
+    }
+    for host in ["slinky-0", "slinky-1"] {
+        wait_node(client, host, "idle", is_idle).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    let audit = AuditTail::now();
+    tokio::time::sleep(QUIET).await;
+    let writes: Vec<String> = audit
+        .events()
+        .into_iter()
+        .filter(|e| is_operator_write(e, env.name()))
+        .map(|e| describe(&e))
+        .collect();
+    if writes.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the operator wrote to the API server at rest ({} writes in {QUIET:?}):\n{}",
+        writes.len(),
+        writes.join("\n")
+    ))
+}
+
+/// The audit log from one moment on, across a rotation.
+struct AuditTail {
+    path: PathBuf,
+    inode: u64,
+    offset: u64,
+}
+
+impl AuditTail {
+    fn now() -> AuditTail {
+        let path = audit_log_path();
+        let meta = std::fs::metadata(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        AuditTail {
+            path,
+            inode: meta.ino(),
+            offset: meta.len(),
+        }
+    }
+
+    /// Every audit event logged since [`AuditTail::now`].
+    fn events(&self) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
+        let current = std::fs::metadata(&self.path).map(|m| m.ino()).ok();
+        if current == Some(self.inode) {
+            read_events(&self.path, self.offset, &mut out);
+            return out;
+        }
+        // Rotated: the old file was renamed beside the new one (same inode).
+        let dir = self.path.parent().unwrap_or(Path::new("/"));
+        let old = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .find(|e| e.metadata().is_ok_and(|m| m.ino() == self.inode));
+        match old {
+            Some(old) => read_events(&old.path(), self.offset, &mut out),
+            None => panic!(
+                "{}: rotated and the old file is gone; cannot read the quiet window",
+                self.path.display()
+            ),
+        }
+        read_events(&self.path, 0, &mut out);
+        out
+    }
+}
+
+fn audit_log_path() -> PathBuf {
+    let file = std::env::var("KUBE_GROUND_ENV_FILE")
+        .unwrap_or_else(|_| "/run/slurm-dev/kube/kube.env".into());
+    let raw = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    raw.lines()
+        .find_map(|l| l.strip_prefix("KUBE_GROUND_AUDIT_LOG="))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("KUBE_GROUND_AUDIT_LOG missing in {file}"))
+}
+
+fn read_events(path: &Path, offset: u64, out: &mut Vec<serde_json::Value>) {
+    let mut file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    file.seek(SeekFrom::Start(offset)).unwrap();
+    for line in BufReader::new(file).lines() {
+        let Ok(line) = line else { break };
+        // The last line may be half written; what does not parse is skipped.
+        if let Ok(v) = serde_json::from_str(&line) {
+            out.push(v);
+        }
+    }
+}
+
+fn is_operator_write(e: &serde_json::Value, namespace: &str) -> bool {
+    let s = |p: &str| e.pointer(p).and_then(|v| v.as_str()).unwrap_or_default();
+    if s("/stage") != "ResponseComplete"
+        || !matches!(
+            s("/verb"),
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        )
+        || s("/objectRef/namespace") != namespace
+        || matches!(s("/objectRef/resource"), "events" | "leases")
+    {
+        return false;
+    }
+    let manager = field_manager(s("/requestURI"));
+    if manager.starts_with("kube-ground-") {
+        return false;
+    }
+    // The kubelet's pod status, the scheduler's binding, the workload controllers' status.
+    let subresource = s("/objectRef/subresource");
+    !(matches!(subresource, "status" | "binding") && manager != "slurm-operator")
+}
+
+fn field_manager(uri: &str) -> &str {
+    uri.split_once('?')
+        .map(|(_, q)| q)
+        .unwrap_or_default()
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("fieldManager="))
+        .unwrap_or_default()
+}
+
+fn describe(e: &serde_json::Value) -> String {
+    let s = |p: &str| e.pointer(p).and_then(|v| v.as_str()).unwrap_or_default();
+    let sub = s("/objectRef/subresource");
+    format!(
+        "{} {} {}{}{} {} (fieldManager={:?})",
+        s("/requestReceivedTimestamp"),
+        s("/verb"),
+        s("/objectRef/resource"),
+        if sub.is_empty() { "" } else { "/" },
+        sub,
+        s("/objectRef/name"),
+        field_manager(s("/requestURI")),
+    )
+}
+
+// --- 3. operator restart mid-scale-in ----------------------------------------------------------
+
+async fn restart_mid_scale_in_keeps_the_busy_pod(env: &mut TestEnv, client: &Client) {
+    let victim = format!("{NODESET}-1");
+    let job = sbatch(
+        env,
+        "sbatch -w slinky-1 -o /dev/null --parsable --wrap 'sleep 600'",
+    );
+    wait_node(client, "slinky-1", "allocated", Node::is_busy).await;
+    let uid = pod_uid(env, &victim);
+    // The busy pod goes first: a lower deletion cost outranks its running job's deadline, which
+    // would otherwise make the idle pod the first victim.
+    ground().ok(&[
+        "annotate",
+        "-n",
+        env.name(),
+        &format!("pod/{victim}"),
+        "nodeset.slinky.slurm.net/pod-deletion-cost=-100",
+    ]);
+
+    scale(env, 1);
+    let reason = format!(
+        "slurm-operator: Pod ({}/{victim}) is pending termination for scale-in",
+        env.name()
+    );
+    wait_node(client, "slinky-1", "drained for the scale-in", |n| {
+        n.is_drain() && n.reason.as_deref() == Some(reason.as_str())
+    })
+    .await;
+
+    // A crash, then a new operator with no memory of the old one.
+    env.operator().kill_now();
+    env.start_operator(&["--slurm-poll", "1s"]);
+    env.operator()
+        .wait_for_log("watching", Duration::from_secs(30));
+    // Long enough for the new operator to list, reconcile and poll Slurm several times.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        pod_uid(env, &victim),
+        uid,
+        "the busy pod was deleted or replaced after the restart"
+    );
+    let n = node(client, "slinky-1").await;
+    assert!(
+        n.is_drain() && n.is_busy() && n.reason.as_deref() == Some(reason.as_str()),
+        "slinky-1 after the restart: {:?} {:?} {:?}",
+        n.state,
+        n.state_flags,
+        n.reason
+    );
+
+    // The job ends: the new operator deletes the pod.
+    client.cancel_job(job).await.expect("scancel");
+    wait_pods(env, &[&format!("{NODESET}-0")]);
+}
+
+// --- 4. scale to zero and back -----------------------------------------------------------------
+
+async fn scale_to_zero_and_back(env: &TestEnv, client: &Client) {
+    let nodeset = format!("nodeset/{NODESET}");
+    scale(env, 0);
+    wait_pods(env, &[]);
+    // Drained before it went (the slurmd's preStop hook rewrites the reason as the pod stops,
+    // so the operator's own drain is read from its events).
+    let events = ground().ok(&[
+        "get",
+        "-n",
+        env.name(),
+        "events.events.k8s.io",
+        "-o",
+        "jsonpath={range .items[*]}{.reason}: {.note}{\"\\n\"}{end}",
+    ]);
+    let want = format!(
+        "drained Slurm node slinky-0: slurm-operator: Pod ({}/{NODESET}-0) is pending termination for scale-in",
+        env.name()
+    );
+    assert!(
+        events.contains(&want),
+        "no {want:?} in the events:\n{events}"
+    );
+    let n = node(client, "slinky-0").await;
+    assert!(
+        n.is_draining()
+            && n.reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("slurm-operator: ")),
+        "slinky-0 after its pod went: {:?} {:?} {:?}",
+        n.state,
+        n.state_flags,
+        n.reason
+    );
+    env.wait_for(&nodeset, "{.status.replicas}", LIMIT, |r| r == "0");
+    assert_eq!(
+        ground().get(env.name(), &nodeset, "{.status.readyReplicas}"),
+        "0"
+    );
+    assert_eq!(scale_status(env), "0");
+
+    scale(env, 2);
+    wait_pods(env, &[&format!("{NODESET}-0"), &format!("{NODESET}-1")]);
+    env.wait_for(&nodeset, "{.status.readyReplicas}", LIMIT, |r| r == "2");
+    // The new slurmd registers under the old name; the operator lifts its own drain.
+    for host in ["slinky-0", "slinky-1"] {
+        wait_node(client, host, "idle again", is_idle).await;
+    }
+    env.wait_for(&nodeset, "{.status.slurmIdle}", LIMIT, |v| v == "2");
+    assert_eq!(
+        ground().get(env.name(), &nodeset, "{.status.replicas}"),
+        "2"
+    );
+    assert_eq!(scale_status(env), "2");
+}
+
+/// `status.replicas` of the NodeSet's scale subresource, as an HPA reads it.
+fn scale_status(env: &TestEnv) -> String {
+    ground().ok(&[
+        "get",
+        "-n",
+        env.name(),
+        &format!("nodeset/{NODESET}"),
+        "--subresource=scale",
+        "-o",
+        "jsonpath={.status.replicas}",
+    ])
+}
+
+// --- 5. config change --------------------------------------------------------------------------
+
+async fn config_change_rolls_slurmctld(env: &TestEnv) {
+    let cr = "controllers.slinky.slurm.net/slurm";
+    let before = pod_uid(env, "slurm-controller-0");
+    let conf = ground().get(env.name(), cr, "{.spec.extraConf}");
+    let conf = format!("{}\nSchedulerParameters=bf_interval=45\n", conf.trim_end());
+    let patch = serde_json::json!([{"op": "replace", "path": "/spec/extraConf", "value": conf}]);
+    ground().ok(&[
+        "patch",
+        "-n",
+        env.name(),
+        cr,
+        "--type=json",
+        "-p",
+        &patch.to_string(),
+    ]);
+    env.wait_for("pod/slurm-controller-0", "{.metadata.uid}", LIMIT, |uid| {
+        !uid.is_empty() && uid != before
+    });
+    env.wait_for(
+        "statefulset/slurm-controller",
+        "{.status.readyReplicas}",
+        LIMIT,
+        |r| r == "1",
+    );
+    let (code, out) = env.run_in_cluster(
+        "slurm",
+        "scontrol show config | grep -i '^SchedulerParameters' && \
+         sbatch --wait -N2 -o /dev/null --wrap 'srun hostname'",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("bf_interval=45"), "{out}");
+}
+
+// --- helpers -----------------------------------------------------------------------------------
+
+fn is_idle(n: &Node) -> bool {
+    n.state == NodeState::Idle && !n.is_draining() && !n.is_not_responding()
+}
