@@ -228,3 +228,139 @@ async fn rejected_submission_keeps_slurm_errors() {
         assert_eq!(err.label(), "config", "{label}: {err}");
     }
 }
+
+/// An external job (`EXTERNAL_JOB`, REST v0.0.43+) holds an allocation with nothing
+/// launched in it, the placeholder a scheduler outside Slurm places its work on. Older
+/// versions refuse it before sending anything.
+#[tokio::test]
+async fn external_job_holds_an_allocation() {
+    for t in targets().await {
+        let label = t.label();
+        let name = t.job_name("external");
+        let pods = r#"{"pods":["ns/a"]}"#;
+        let job = JobSubmission::external_job()
+            .name(&name)
+            .partition("debug")
+            .min_nodes(1)
+            .working_directory("/tmp")
+            .exclusive(true)
+            .admin_comment(pods)
+            .mcs_label("kubernetes");
+        let id = match t.client.submit_job(&job).await {
+            Ok(submitted) => {
+                assert!(t.version >= ApiVersion::V0_0_43, "{label}");
+                submitted.value.job_id
+            }
+            Err(Error::Unsupported {
+                operation,
+                version,
+                release,
+            }) => {
+                assert!(t.version < ApiVersion::V0_0_43, "{label}");
+                assert_eq!(operation, "external job submission", "{label}");
+                assert_eq!(version, t.version, "{label}");
+                assert!(release.is_some(), "{label}");
+                let listed = t
+                    .client
+                    .list_jobs(&JobQuery::new().name(&name))
+                    .await
+                    .unwrap()
+                    .value;
+                assert!(listed.jobs.is_empty(), "{label}: {listed:?}");
+                continue;
+            }
+            Err(e) => panic!("{label}: submit: {e:?}"),
+        };
+        let running = wait_for_state(&t, id, &[JobState::Running]).await;
+        assert!(running.nodes.is_some(), "{label}: {running:?}");
+        assert!(!running.batch, "{label}: {running:?}");
+        assert!(running.is_external(), "{label}: {:?}", running.flags);
+        assert_eq!(running.admin_comment.as_deref(), Some(pods), "{label}");
+        assert_eq!(running.mcs_label.as_deref(), Some("kubernetes"), "{label}");
+        assert_eq!(running.node_count, Limit::Value(1), "{label}: {running:?}");
+        // Exclusive: every CPU of the node.
+        assert_eq!(
+            running.tres_allocated.count("cpu"),
+            Some(4),
+            "{label}: {running:?}"
+        );
+
+        let more = r#"{"pods":["ns/a","ns/b"]}"#;
+        t.client
+            .update_job(id, &JobUpdate::default().admin_comment(more))
+            .await
+            .unwrap_or_else(|e| panic!("{label}: update: {e}"));
+        let updated = t.client.get_job(id).await.unwrap().value;
+        assert_eq!(updated.admin_comment.as_deref(), Some(more), "{label}");
+        assert_eq!(updated.state, JobState::Running, "{label}: {updated:?}");
+
+        t.client
+            .cancel_job(id)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: cancel: {e}"));
+        wait_for_state(&t, id, &[JobState::Cancelled]).await;
+    }
+}
+
+/// The submission fields a placeholder job uses, read back, and the update of the ones
+/// that change while it waits.
+#[tokio::test]
+async fn submission_fields_read_back() {
+    for t in targets().await {
+        let label = t.label();
+        let job = t
+            .quick_job("fields", 1)
+            .hold(true)
+            .admin_comment("placeholder")
+            .mcs_label("kubernetes")
+            .exclude_node("node4")
+            .min_nodes(1)
+            .max_nodes(2)
+            .tasks_per_node(1)
+            .licenses("matlab:1")
+            .user_id(0)
+            .group_id(0);
+        let id = t
+            .client
+            .submit_job(&job)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: submit: {e:?}"))
+            .value
+            .job_id;
+        let held = t.client.get_job(id).await.unwrap().value;
+        assert_eq!(
+            held.admin_comment.as_deref(),
+            Some("placeholder"),
+            "{label}"
+        );
+        assert_eq!(held.excluded_nodes.as_deref(), Some("node4"), "{label}");
+        // Accepted and kept although the test clusters set no MCSPlugin.
+        assert_eq!(held.mcs_label.as_deref(), Some("kubernetes"), "{label}");
+        assert_eq!(held.licenses.as_deref(), Some("matlab:1"), "{label}");
+        assert_eq!((held.user_id, held.group_id), (Some(0), Some(0)), "{label}");
+        assert!(!held.is_external(), "{label}: {:?}", held.flags);
+
+        let update = JobUpdate::default()
+            .admin_comment("moved")
+            .excluded_nodes(["node3"]);
+        t.client
+            .update_job(id, &update)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: update: {e}"));
+        let updated = t.client.get_job(id).await.unwrap().value;
+        assert_eq!(updated.admin_comment.as_deref(), Some("moved"), "{label}");
+        assert_eq!(updated.excluded_nodes.as_deref(), Some("node3"), "{label}");
+        t.client.cancel_job(id).await.unwrap();
+
+        let id = t
+            .client
+            .submit_job(&t.quick_job("priority", 30).priority(1234))
+            .await
+            .unwrap_or_else(|e| panic!("{label}: submit with priority: {e:?}"))
+            .value
+            .job_id;
+        let job = t.client.get_job(id).await.unwrap().value;
+        assert_eq!(job.priority, Limit::Value(1234), "{label}: {job:?}");
+        t.client.cancel_job(id).await.unwrap();
+    }
+}

@@ -213,6 +213,15 @@ pub struct Job {
     pub requeue: bool,
     /// The cluster it runs on.
     pub cluster: Option<String>,
+    /// Administrator's comment (`AdminComment`), e.g. what an external scheduler noted.
+    pub admin_comment: Option<String>,
+    /// MCS label (`MCSLabel`), if the job has one.
+    pub mcs_label: Option<String>,
+    /// Slurm's job flags (`flags`), e.g. `"EXTERNAL_JOB"`, `"USING_DEFAULT_PARTITION"`.
+    /// Which flags a release reports differs; see [`Job::is_external`].
+    pub flags: Vec<String>,
+    /// Nodes the job must not run on, as a hostlist expression (`ExcNodeList`).
+    pub excluded_nodes: Option<String>,
 }
 
 impl Job {
@@ -224,6 +233,13 @@ impl Job {
     /// Whether the job is running (or suspended after starting).
     pub fn is_running(&self) -> bool {
         matches!(self.state, JobState::Running | JobState::Suspended)
+    }
+
+    /// Whether it is an external job (flag `EXTERNAL_JOB`, Slurm 25.05+): an allocation
+    /// with nothing launched in it, held for a scheduler outside Slurm (see
+    /// [`JobSubmission::external`]).
+    pub fn is_external(&self) -> bool {
+        self.flags.iter().any(|f| f == "EXTERNAL_JOB")
     }
 
     /// Whether the state carries `flag`.
@@ -400,9 +416,50 @@ pub struct JobSubmission {
     pub hold: bool,
     /// Nice value.
     pub nice: Option<i64>,
+    /// Submit an *external* job (job flag `EXTERNAL_JOB`): slurmctld allocates the
+    /// resources and launches nothing, leaving the allocation to a scheduler outside Slurm
+    /// (e.g. one that runs Kubernetes pods on the nodes). Such a job needs no script: with
+    /// an empty [`JobSubmission::script`], none is sent. Only REST v0.0.43+ (Slurm 25.05+)
+    /// has the flag; older versions give [`Error::Unsupported`](crate::Error::Unsupported)
+    /// and nothing is submitted.
+    pub external: bool,
+    /// Administrator's comment (`--admin-comment`); setting it needs an operator or
+    /// administrator (or `SlurmUser`/root).
+    pub admin_comment: Option<String>,
+    /// MCS label (`--mcs-label`). slurmctld checks it against its `MCSPlugin`.
+    pub mcs_label: Option<String>,
+    /// Nodes the job must not run on (`--exclude`); empty: none excluded.
+    pub excluded_nodes: Vec<String>,
+    /// Whole nodes, shared with no other job (`--exclusive`; sent as `shared: ["none"]`).
+    pub exclusive: bool,
+    /// Minimum number of nodes (`--nodes=min-max`). The same as [`JobSubmission::nodes`];
+    /// when both are set they must agree.
+    pub min_nodes: Option<u32>,
+    /// Maximum number of nodes (`--nodes=min-max`).
+    pub max_nodes: Option<u32>,
+    /// Tasks per node (`--ntasks-per-node`).
+    pub tasks_per_node: Option<u32>,
+    /// Run as this uid (`--uid`); only root or `SlurmUser` may submit for another user.
+    pub user_id: Option<u32>,
+    /// Run with this gid (`--gid`); only root or `SlurmUser` may set it.
+    pub group_id: Option<u32>,
+    /// Licenses, e.g. `"matlab:1,fluent:2"` (`--licenses`).
+    pub licenses: Option<String>,
+    /// Workload characterization key (`--wckey`).
+    pub wckey: Option<String>,
+    /// Priority (`--priority`); setting it needs an operator or administrator.
+    pub priority: Option<u32>,
 }
 
 impl JobSubmission {
+    /// An external job with no script (see [`JobSubmission::external`]).
+    pub fn external_job() -> JobSubmission {
+        JobSubmission {
+            external: true,
+            ..JobSubmission::default()
+        }
+    }
+
     /// A submission running `script` (which should start with `#!`).
     pub fn script(script: impl Into<String>) -> JobSubmission {
         JobSubmission {
@@ -507,14 +564,122 @@ impl JobSubmission {
         self
     }
 
+    /// Makes it an external job (or not); see [`JobSubmission::external`].
+    pub fn external(mut self, external: bool) -> Self {
+        self.external = external;
+        self
+    }
+
+    /// Sets the administrator's comment.
+    pub fn admin_comment(mut self, comment: impl Into<String>) -> Self {
+        self.admin_comment = Some(comment.into());
+        self
+    }
+
+    /// Sets the MCS label.
+    pub fn mcs_label(mut self, label: impl Into<String>) -> Self {
+        self.mcs_label = Some(label.into());
+        self
+    }
+
+    /// Adds a node the job must not run on.
+    pub fn exclude_node(mut self, node: impl Into<String>) -> Self {
+        self.excluded_nodes.push(node.into());
+        self
+    }
+
+    /// Asks for whole nodes, shared with no other job (`--exclusive`).
+    pub fn exclusive(mut self, exclusive: bool) -> Self {
+        self.exclusive = exclusive;
+        self
+    }
+
+    /// Sets the minimum number of nodes.
+    pub fn min_nodes(mut self, nodes: u32) -> Self {
+        self.min_nodes = Some(nodes);
+        self
+    }
+
+    /// Sets the maximum number of nodes.
+    pub fn max_nodes(mut self, nodes: u32) -> Self {
+        self.max_nodes = Some(nodes);
+        self
+    }
+
+    /// Sets tasks per node.
+    pub fn tasks_per_node(mut self, tasks: u32) -> Self {
+        self.tasks_per_node = Some(tasks);
+        self
+    }
+
+    /// Sets the uid to run as.
+    pub fn user_id(mut self, uid: u32) -> Self {
+        self.user_id = Some(uid);
+        self
+    }
+
+    /// Sets the gid to run with.
+    pub fn group_id(mut self, gid: u32) -> Self {
+        self.group_id = Some(gid);
+        self
+    }
+
+    /// Sets the licenses, e.g. `"matlab:1"`.
+    pub fn licenses(mut self, licenses: impl Into<String>) -> Self {
+        self.licenses = Some(licenses.into());
+        self
+    }
+
+    /// Sets the workload characterization key.
+    pub fn wckey(mut self, wckey: impl Into<String>) -> Self {
+        self.wckey = Some(wckey.into());
+        self
+    }
+
+    /// Sets the priority.
+    pub fn priority(mut self, priority: u32) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// The minimum node count to send: [`JobSubmission::min_nodes`], else
+    /// [`JobSubmission::nodes`].
+    pub(crate) fn minimum_nodes(&self) -> Option<u32> {
+        self.min_nodes.or(self.nodes)
+    }
+
     /// Checks what Slurm would otherwise reject with a less clear message.
     pub(crate) fn validate(&self) -> Result<(), String> {
+        if let (Some(nodes), Some(min)) = (self.nodes, self.min_nodes)
+            && nodes != min
+        {
+            return Err(format!(
+                "nodes ({nodes}) and min_nodes ({min}) disagree; set only one"
+            ));
+        }
+        if let (Some(min), Some(max)) = (self.minimum_nodes(), self.max_nodes)
+            && min > max
+        {
+            return Err(format!(
+                "the minimum node count {min} is above the maximum {max}"
+            ));
+        }
+        if self.excluded_nodes.iter().any(|n| n.trim().is_empty()) {
+            return Err("an excluded node name is empty".into());
+        }
+        if self.external && self.script.is_empty() {
+            return self.validate_environment();
+        }
         if self.script.trim().is_empty() {
             return Err("the job script is empty".into());
         }
         if !self.script.starts_with("#!") {
             return Err("the job script must start with `#!` (e.g. `#!/bin/sh`)".into());
         }
+        self.validate_environment()
+    }
+
+    fn validate_environment(&self) -> Result<(), String> {
         if let Some(bad) = self.environment.iter().find(|e| !e.contains('=')) {
             return Err(format!(
                 "environment entry {bad:?} is not of the form NAME=value"
@@ -563,6 +728,10 @@ pub struct JobUpdate {
     pub account: Option<String>,
     /// New nice value.
     pub nice: Option<i64>,
+    /// New administrator's comment (needs an operator or administrator).
+    pub admin_comment: Option<String>,
+    /// New list of nodes the job must not run on (replaces the old one).
+    pub excluded_nodes: Option<Vec<String>>,
 }
 
 impl JobUpdate {
@@ -587,6 +756,22 @@ impl JobUpdate {
     /// Holds (`true`) or releases (`false`).
     pub fn hold(mut self, hold: bool) -> Self {
         self.hold = Some(hold);
+        self
+    }
+
+    /// Sets the administrator's comment.
+    pub fn admin_comment(mut self, comment: impl Into<String>) -> Self {
+        self.admin_comment = Some(comment.into());
+        self
+    }
+
+    /// Sets the nodes the job must not run on.
+    pub fn excluded_nodes<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.excluded_nodes = Some(nodes.into_iter().map(Into::into).collect());
         self
     }
 
@@ -632,6 +817,51 @@ mod tests {
             })
             .unwrap_err();
         assert!(err.contains("BROKEN"), "{err}");
+    }
+
+    #[test]
+    fn external_jobs_need_no_script() {
+        assert!(JobSubmission::external_job().validate().is_ok());
+        assert!(JobSubmission::default().validate().is_err());
+        let err = JobSubmission::external_job()
+            .external(true)
+            .validate()
+            .and_then(|_| {
+                JobSubmission::script("no shebang")
+                    .external(true)
+                    .validate()
+            })
+            .unwrap_err();
+        assert!(err.contains("#!"), "{err}");
+    }
+
+    #[test]
+    fn node_counts_must_agree() {
+        let job = JobSubmission::wrap("true").nodes(2);
+        assert_eq!(job.minimum_nodes(), Some(2));
+        assert!(job.clone().min_nodes(2).validate().is_ok());
+        let err = job.clone().min_nodes(3).validate().unwrap_err();
+        assert!(err.contains("disagree"), "{err}");
+        let err = job.max_nodes(1).validate().unwrap_err();
+        assert!(err.contains("maximum"), "{err}");
+        let job = JobSubmission::wrap("true").min_nodes(1).max_nodes(4);
+        assert_eq!(job.minimum_nodes(), Some(1));
+        assert!(job.validate().is_ok());
+        let err = JobSubmission::wrap("true")
+            .exclude_node(" ")
+            .validate()
+            .unwrap_err();
+        assert!(err.contains("excluded"), "{err}");
+    }
+
+    #[test]
+    fn external_flag_is_read_from_flags() {
+        let job = Job {
+            flags: vec!["USING_DEFAULT_QOS".into(), "EXTERNAL_JOB".into()],
+            ..Job::default()
+        };
+        assert!(job.is_external());
+        assert!(!Job::default().is_external());
     }
 
     #[test]

@@ -79,7 +79,9 @@ impl Client {
     /// timed out may still have been accepted.
     ///
     /// Slurm's refusals (invalid partition, account, …) come back as
-    /// [`Error::Rejected`] with every entry of `errors[]`.
+    /// [`Error::Rejected`] with every entry of `errors[]`. An external job
+    /// ([`JobSubmission::external`]) needs REST v0.0.43+ (Slurm 25.05+): older versions give
+    /// [`Error::Unsupported`] for `"external job submission"` and nothing is sent.
     pub async fn submit_job(&self, job: &JobSubmission) -> Result<Response<SubmittedJob>, Error> {
         job.validate()
             .map_err(|e| Error::Config(format!("invalid job submission: {e}")))?;
@@ -230,8 +232,9 @@ fn kill_error(path: String, status: u16, errors: Vec<SlurmError>) -> Result<(), 
 }
 
 /// The part every version shares; expects the aliases `JobsResp`, `JobItem`, `SubmitReq`,
-/// `SubmitResp`, `UpdateReq`, `UpdateResp`, `KillResp` and a `kill_status(KillResp) ->
-/// Vec<SlurmError>` function in scope.
+/// `SubmitResp`, `UpdateReq`, `UpdateResp`, `KillResp`, a `kill_status(KillResp) ->
+/// Vec<SlurmError>` function and the constant `EXTERNAL_JOB` (whether the version has the
+/// job flag `EXTERNAL_JOB`) in scope.
 macro_rules! jobs_version {
     () => {
         use crate::model::{
@@ -372,6 +375,10 @@ macro_rules! jobs_version {
                 restart_count: id32(j.restart_cnt).unwrap_or_default(),
                 requeue: j.requeue.unwrap_or_default(),
                 cluster: text(j.cluster),
+                admin_comment: text(j.admin_comment),
+                mcs_label: text(j.mcs_label),
+                flags: strings(j.flags),
+                excluded_nodes: text(j.excluded_nodes),
             }
         }
 
@@ -380,10 +387,32 @@ macro_rules! jobs_version {
             path: String,
             submission: &JobSubmission,
         ) -> Result<Response<SubmittedJob>, Error> {
+            let body = match submit_body(submission) {
+                Ok(body) => body,
+                Err(operation) => return Err(client.unsupported(operation).await),
+            };
+            let request = Request::post(path).json(&body);
+            let response = client.request::<SubmitResp>(request).await?;
+            Ok(response.map(|r| SubmittedJob {
+                job_id: id32(r.job_id).unwrap_or_default(),
+                step_id: text(r.step_id),
+                user_message: text(r.job_submit_user_msg),
+            }))
+        }
+
+        /// The submission body, or `Err(operation)` naming what this version lacks.
+        pub(super) fn submit_body(submission: &JobSubmission) -> Result<SubmitReq, &'static str> {
+            if submission.external && !EXTERNAL_JOB {
+                return Err("external job submission");
+            }
             let mut body = SubmitReq::default();
             let job = body.job.get_or_insert_with(Default::default);
             let s = submission.clone();
-            job.script = Some(s.script);
+            let minimum_nodes = s.minimum_nodes();
+            job.script = (!(s.external && s.script.is_empty())).then_some(s.script);
+            if s.external {
+                job.flags = Some(vec!["EXTERNAL_JOB".to_string()].into());
+            }
             job.name = s.name;
             job.partition = s.partition;
             job.account = s.account;
@@ -391,7 +420,9 @@ macro_rules! jobs_version {
             job.reservation = s.reservation;
             job.tasks = s.tasks.map(i64::from);
             job.cpus_per_task = s.cpus_per_task.map(i64::from);
-            job.minimum_nodes = s.nodes.map(i64::from);
+            job.minimum_nodes = minimum_nodes.map(i64::from);
+            job.maximum_nodes = s.max_nodes.map(i64::from);
+            job.tasks_per_node = s.tasks_per_node.map(i64::from);
             if let Some(mb) = s.memory_per_node_mb {
                 job.memory_per_node = wire(Limit::Value(mb));
             }
@@ -400,6 +431,9 @@ macro_rules! jobs_version {
             }
             if let Some(minutes) = s.time_limit_minutes {
                 job.time_limit = wire(Limit::Value(minutes));
+            }
+            if let Some(priority) = s.priority {
+                job.priority = wire(Limit::Value(priority));
             }
             job.tres_per_node = s.tres_per_node;
             job.constraints = s.constraints;
@@ -413,17 +447,23 @@ macro_rules! jobs_version {
             job.standard_output = s.stdout;
             job.standard_error = s.stderr;
             job.comment = s.comment;
+            job.admin_comment = s.admin_comment;
+            job.mcs_label = s.mcs_label;
+            if !s.excluded_nodes.is_empty() {
+                job.excluded_nodes = Some(s.excluded_nodes.into());
+            }
+            if s.exclusive {
+                job.shared = Some(vec!["none".to_string()].into());
+            }
+            job.user_id = s.user_id.map(|uid| uid.to_string());
+            job.group_id = s.group_id.map(|gid| gid.to_string());
+            job.licenses = s.licenses;
+            job.wckey = s.wckey;
             job.dependency = s.dependency;
             job.array = s.array;
             job.hold = s.hold.then_some(true);
             job.nice = s.nice;
-            let request = Request::post(path).json(&body);
-            let response = client.request::<SubmitResp>(request).await?;
-            Ok(response.map(|r| SubmittedJob {
-                job_id: id32(r.job_id).unwrap_or_default(),
-                step_id: text(r.step_id),
-                user_message: text(r.job_submit_user_msg),
-            }))
+            Ok(body)
         }
 
         pub(super) async fn update(
@@ -431,6 +471,12 @@ macro_rules! jobs_version {
             path: String,
             update: &JobUpdate,
         ) -> Result<Response<()>, Error> {
+            let request = Request::post(path).json(&update_body(update));
+            Ok(client.request::<UpdateResp>(request).await?.map(|_| ()))
+        }
+
+        /// The update body.
+        pub(super) fn update_body(update: &JobUpdate) -> UpdateReq {
             let mut body = UpdateReq::default();
             let u = update.clone();
             if let Some(limit) = u.time_limit_minutes {
@@ -446,8 +492,9 @@ macro_rules! jobs_version {
             body.qos = u.qos;
             body.account = u.account;
             body.nice = u.nice;
-            let request = Request::post(path).json(&body);
-            Ok(client.request::<UpdateResp>(request).await?.map(|_| ()))
+            body.admin_comment = u.admin_comment;
+            body.excluded_nodes = u.excluded_nodes.map(Into::into);
+            body
         }
 
         pub(super) async fn kill(
@@ -497,6 +544,8 @@ mod v0_0_40 {
     type UpdateReq = t::V0040JobDescMsg;
     type UpdateResp = t::V0040OpenapiJobPostResponse;
     type KillResp = t::V0040OpenapiResp;
+    /// The job flag `EXTERNAL_JOB` came with v0.0.43 (Slurm 25.05).
+    const EXTERNAL_JOB: bool = false;
     /// v0.0.40 reports kill failures in `errors[]` only.
     fn kill_status(_: KillResp) -> Vec<crate::SlurmError> {
         Vec::new()
@@ -515,6 +564,8 @@ mod v0_0_41 {
     type UpdateReq = t::SlurmV0041PostJobBody;
     type UpdateResp = t::SlurmV0041PostJobResponse;
     type KillResp = t::V0041OpenapiResp;
+    /// The job flag `EXTERNAL_JOB` came with v0.0.43 (Slurm 25.05).
+    const EXTERNAL_JOB: bool = false;
     /// v0.0.41 reports kill failures in `errors[]` only.
     fn kill_status(_: KillResp) -> Vec<crate::SlurmError> {
         Vec::new()
@@ -533,6 +584,8 @@ mod v0_0_42 {
     type UpdateReq = t::V0042JobDescMsg;
     type UpdateResp = t::V0042OpenapiJobPostResponse;
     type KillResp = t::V0042OpenapiKillJobResp;
+    /// The job flag `EXTERNAL_JOB` came with v0.0.43 (Slurm 25.05).
+    const EXTERNAL_JOB: bool = false;
     kill_status_list!();
     jobs_version!();
     unsupported! { requeue(path: String) -> Response<()> = "job requeue"; }
@@ -548,6 +601,7 @@ mod v0_0_43 {
     type UpdateReq = t::V0043JobDescMsg;
     type UpdateResp = t::V0043OpenapiJobPostResponse;
     type KillResp = t::V0043OpenapiKillJobResp;
+    const EXTERNAL_JOB: bool = true;
     kill_status_list!();
     jobs_version!();
     unsupported! { requeue(path: String) -> Response<()> = "job requeue"; }
@@ -563,6 +617,7 @@ mod v0_0_44 {
     type UpdateReq = t::V0044JobDescMsg;
     type UpdateResp = t::V0044OpenapiJobPostResponse;
     type KillResp = t::V0044OpenapiKillJobResp;
+    const EXTERNAL_JOB: bool = true;
     kill_status_list!();
     jobs_version!();
     unsupported! { requeue(path: String) -> Response<()> = "job requeue"; }
@@ -578,6 +633,7 @@ mod v0_0_45 {
     type UpdateReq = t::V0045JobDescMsg;
     type UpdateResp = t::V0045OpenapiJobPostResponse;
     type KillResp = t::V0045OpenapiKillJobResp;
+    const EXTERNAL_JOB: bool = true;
     type RequeueResp = t::V0045OpenapiJobRequeueResp;
     kill_status_list!();
     jobs_version!();
@@ -586,5 +642,178 @@ mod v0_0_45 {
     pub(super) async fn requeue(client: &Client, path: String) -> Result<Response<()>, Error> {
         let request = Request::get(path).idempotent(false);
         Ok(client.request::<RequeueResp>(request).await?.map(|_| ()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::model::{JobSubmission, JobUpdate};
+
+    /// `(version, submission body or the unsupported operation)` for every compiled version.
+    #[allow(clippy::vec_init_then_push)] // one push per compiled version
+    fn submit_bodies(s: &JobSubmission) -> Vec<(&'static str, Result<Value, &'static str>)> {
+        fn json<T: serde::Serialize>(body: Result<T, &'static str>) -> Result<Value, &'static str> {
+            body.map(|b| serde_json::to_value(b).expect("serializes"))
+        }
+        #[allow(unused_mut)]
+        let mut out = Vec::new();
+        #[cfg(feature = "v0_0_40")]
+        out.push(("v0.0.40", json(super::v0_0_40::submit_body(s))));
+        #[cfg(feature = "v0_0_41")]
+        out.push(("v0.0.41", json(super::v0_0_41::submit_body(s))));
+        #[cfg(feature = "v0_0_42")]
+        out.push(("v0.0.42", json(super::v0_0_42::submit_body(s))));
+        #[cfg(feature = "v0_0_43")]
+        out.push(("v0.0.43", json(super::v0_0_43::submit_body(s))));
+        #[cfg(feature = "v0_0_44")]
+        out.push(("v0.0.44", json(super::v0_0_44::submit_body(s))));
+        #[cfg(feature = "v0_0_45")]
+        out.push(("v0.0.45", json(super::v0_0_45::submit_body(s))));
+        out
+    }
+
+    /// `(version, update body)` for every compiled version.
+    #[allow(clippy::vec_init_then_push)] // one push per compiled version
+    fn update_bodies(u: &JobUpdate) -> Vec<(&'static str, Value)> {
+        fn json<T: serde::Serialize>(body: T) -> Value {
+            serde_json::to_value(body).expect("serializes")
+        }
+        #[allow(unused_mut)]
+        let mut out = Vec::new();
+        #[cfg(feature = "v0_0_40")]
+        out.push(("v0.0.40", json(super::v0_0_40::update_body(u))));
+        #[cfg(feature = "v0_0_41")]
+        out.push(("v0.0.41", json(super::v0_0_41::update_body(u))));
+        #[cfg(feature = "v0_0_42")]
+        out.push(("v0.0.42", json(super::v0_0_42::update_body(u))));
+        #[cfg(feature = "v0_0_43")]
+        out.push(("v0.0.43", json(super::v0_0_43::update_body(u))));
+        #[cfg(feature = "v0_0_44")]
+        out.push(("v0.0.44", json(super::v0_0_44::update_body(u))));
+        #[cfg(feature = "v0_0_45")]
+        out.push(("v0.0.45", json(super::v0_0_45::update_body(u))));
+        out
+    }
+
+    fn has_external_flag(version: &str) -> bool {
+        version >= "v0.0.43"
+    }
+
+    #[test]
+    fn submission_body_carries_the_new_fields() {
+        let s = JobSubmission::wrap("true")
+            .admin_comment(r#"{"pods":["ns/a"]}"#)
+            .mcs_label("kubernetes")
+            .exclude_node("node3")
+            .exclude_node("node[5-6]")
+            .exclusive(true)
+            .min_nodes(2)
+            .max_nodes(3)
+            .tasks_per_node(4)
+            .user_id(1000)
+            .group_id(100)
+            .licenses("matlab:1")
+            .wckey("k8s")
+            .priority(500);
+        for (version, body) in submit_bodies(&s) {
+            let job = &body.unwrap()["job"];
+            let expect = [
+                ("admin_comment", json!(r#"{"pods":["ns/a"]}"#)),
+                ("mcs_label", json!("kubernetes")),
+                ("excluded_nodes", json!(["node3", "node[5-6]"])),
+                ("shared", json!(["none"])),
+                ("minimum_nodes", json!(2)),
+                ("maximum_nodes", json!(3)),
+                ("tasks_per_node", json!(4)),
+                ("user_id", json!("1000")),
+                ("group_id", json!("100")),
+                ("licenses", json!("matlab:1")),
+                ("wckey", json!("k8s")),
+                ("script", json!("#!/bin/sh\ntrue\n")),
+            ];
+            for (field, value) in expect {
+                assert_eq!(job[field], value, "{version}: {field} in {job}");
+            }
+            assert_eq!(job["priority"]["number"], json!(500), "{version}: {job}");
+            assert_eq!(job["priority"]["set"], json!(true), "{version}: {job}");
+            assert!(job.get("flags").is_none(), "{version}: {job}");
+        }
+    }
+
+    #[test]
+    fn unset_fields_are_not_sent() {
+        let s = JobSubmission::wrap("true").nodes(2);
+        for (version, body) in submit_bodies(&s) {
+            let job = &body.unwrap()["job"];
+            assert_eq!(job["minimum_nodes"], json!(2), "{version}: {job}");
+            for field in [
+                "admin_comment",
+                "mcs_label",
+                "excluded_nodes",
+                "shared",
+                "maximum_nodes",
+                "tasks_per_node",
+                "user_id",
+                "group_id",
+                "licenses",
+                "wckey",
+                "priority",
+                "flags",
+            ] {
+                assert!(job.get(field).is_none(), "{version}: {field} in {job}");
+            }
+        }
+    }
+
+    #[test]
+    fn external_jobs_need_v0_0_43() {
+        let s = JobSubmission::external_job()
+            .partition("debug")
+            .min_nodes(1)
+            .working_directory("/tmp");
+        assert!(s.validate().is_ok());
+        for (version, body) in submit_bodies(&s) {
+            if has_external_flag(version) {
+                let job = &body.unwrap()["job"];
+                assert_eq!(job["flags"], json!(["EXTERNAL_JOB"]), "{version}: {job}");
+                assert!(job.get("script").is_none(), "{version}: {job}");
+                assert_eq!(job["minimum_nodes"], json!(1), "{version}: {job}");
+            } else {
+                assert_eq!(body, Err("external job submission"), "{version}");
+            }
+        }
+        // An external job with a script sends it.
+        let s = JobSubmission::wrap("true").external(true);
+        for (version, body) in submit_bodies(&s) {
+            if let Ok(body) = body {
+                assert_eq!(
+                    body["job"]["script"],
+                    json!("#!/bin/sh\ntrue\n"),
+                    "{version}"
+                );
+                assert_eq!(body["job"]["flags"], json!(["EXTERNAL_JOB"]), "{version}");
+            }
+        }
+    }
+
+    #[test]
+    fn update_body_carries_admin_comment_and_excluded_nodes() {
+        let u = JobUpdate::default()
+            .admin_comment("placed")
+            .excluded_nodes(["node1", "node2"]);
+        for (version, body) in update_bodies(&u) {
+            assert_eq!(body["admin_comment"], json!("placed"), "{version}: {body}");
+            assert_eq!(
+                body["excluded_nodes"],
+                json!(["node1", "node2"]),
+                "{version}: {body}"
+            );
+        }
+        for (version, body) in update_bodies(&JobUpdate::default().comment("c")) {
+            assert!(body.get("admin_comment").is_none(), "{version}: {body}");
+            assert!(body.get("excluded_nodes").is_none(), "{version}: {body}");
+        }
     }
 }
