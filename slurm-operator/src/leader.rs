@@ -1,57 +1,19 @@
-//! Leader election on a coordination.k8s.io Lease, so that several replicas can run and only one
-//! acts. Losing the lease ends the process: a restart re-joins the election with clean state,
-//! which is simpler and safer than stopping every controller in place.
+//! The operator's leader election: [`kube_support::leader`] on the Lease Slinky's operator uses.
+//! Losing the lease ends the process: a restart re-joins the election with clean state, which
+//! is simpler and safer than stopping every controller in place.
 
-use anyhow::Context as _;
 use kube::Client;
-use kube_lease_manager::{LeaseCreateMode, LeaseManagerBuilder};
 use tokio::sync::watch;
+
+pub use kube_support::leader::lost;
 
 /// The Lease's name, as Slinky's operator names its own.
 pub const LEASE_NAME: &str = "slurm-operator";
+/// The field manager of the Lease's writes.
+pub const FIELD_MANAGER: &str = "slurm-operator-leader";
 
 /// Waits until this process holds the lease in `namespace`; returns a receiver that turns
-/// `false` when the lease is lost.
+/// `false` when the lease is lost (see [`lost`]).
 pub async fn acquire(client: Client, namespace: &str) -> anyhow::Result<watch::Receiver<bool>> {
-    let identity = std::env::var("POD_NAME")
-        .ok()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| format!("{}-{}", hostname(), uuid::Uuid::new_v4()));
-    let manager = LeaseManagerBuilder::new(client, LEASE_NAME)
-        .with_namespace(namespace)
-        .with_identity(identity.clone())
-        .with_create_mode(LeaseCreateMode::AutoCreate)
-        .with_duration(15)
-        .with_grace(5)
-        .with_field_manager("slurm-operator-leader")
-        .build()
-        .await
-        .with_context(|| format!("cannot use Lease {namespace}/{LEASE_NAME}"))?;
-    let (mut leader, task) = manager.watch().await;
-    // The task runs for as long as the receiver lives; its end is seen through the channel.
-    drop(task);
-    tracing::info!(%identity, lease = LEASE_NAME, %namespace, "waiting for leadership");
-    while !*leader.borrow_and_update() {
-        leader
-            .changed()
-            .await
-            .context("leader election stopped before this process became leader")?;
-    }
-    tracing::info!(%identity, "leading");
-    Ok(leader)
-}
-
-/// Resolves when `leader` says the lease was lost (or its task ended).
-pub async fn lost(mut leader: watch::Receiver<bool>) {
-    loop {
-        if leader.changed().await.is_err() || !*leader.borrow() {
-            return;
-        }
-    }
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "slurm-operator".into())
+    kube_support::leader::acquire(client, namespace, LEASE_NAME, FIELD_MANAGER).await
 }

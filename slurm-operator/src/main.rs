@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use kube_support::http::Readiness;
+use kube_support::logs::{self, LogFormat};
 use slurm_operator::reconcile::{self, Context, Scope};
 use slurm_operator::slurm::SlurmClusters;
-use slurm_operator::telemetry::{self, Metrics, http::Readiness, logs::LogFormat};
+use slurm_operator::telemetry::Metrics;
 use slurm_operator::{crd, leader, webhook};
 
 #[derive(Parser)]
@@ -107,9 +109,9 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
-    telemetry::logs::init(args.log_format);
+    logs::init(args.log_format);
     // kube's rustls needs a process-wide crypto provider; ring is what slurm-client uses too.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    kube_support::tls::install_crypto_provider();
     let client = kube::Client::try_default()
         .await
         .context("cannot reach the Kubernetes API server (KUBECONFIG or in-cluster config)")?;
@@ -119,7 +121,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         let (health, metrics_addr) = (addr(&args.health_addr)?, addr(&args.metrics_addr)?);
         let (metrics, ready) = (metrics.clone(), ready.clone());
         async move {
-            if let Err(e) = telemetry::http::serve(health, metrics_addr, metrics, ready).await {
+            if let Err(e) = kube_support::http::serve(health, metrics_addr, metrics, ready).await {
                 tracing::error!(error = %e, "health/metrics server stopped");
                 std::process::exit(1);
             }

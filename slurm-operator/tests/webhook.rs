@@ -101,7 +101,7 @@ impl Webhook {
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                let _ = rustls::crypto::ring::default_provider().install_default();
+                kube_support::tls::install_crypto_provider();
                 let kubeconfig = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
                 let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
                     .await

@@ -164,6 +164,13 @@ impl Metrics {
     }
 }
 
+/// What `/metrics` ([`kube_support::http::serve`]) answers.
+impl kube_support::http::EncodeMetrics for Metrics {
+    fn encode(&self) -> String {
+        Metrics::encode(self)
+    }
+}
+
 fn error_kind(e: &slurm_client::Error) -> String {
     e.kind().as_str().to_owned()
 }

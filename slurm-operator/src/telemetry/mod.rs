@@ -1,7 +1,6 @@
-//! What the operator tells about itself: Prometheus metrics, health endpoints and logs.
+//! What the operator tells about itself: its Prometheus metrics. The health and metrics
+//! endpoints and the logs are [`kube_support::http`] and [`kube_support::logs`].
 
-pub mod http;
-pub mod logs;
 pub mod metrics;
 
 pub use metrics::Metrics;

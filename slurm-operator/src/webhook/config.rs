@@ -1,18 +1,16 @@
 //! The ValidatingWebhookConfiguration that sends the six kinds' CREATE and UPDATE requests to
-//! the webhook server, and the `caBundle` update of the self-signed mode.
+//! the webhook server (the self-signed mode writes its `caBundle` with
+//! [`kube_support::webhook::inject_ca_bundle`]).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
-    RuleWithOperations, ServiceReference, ValidatingWebhook, ValidatingWebhookConfiguration,
-    WebhookClientConfig,
+    RuleWithOperations, ValidatingWebhook, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
-use kube::api::{Api, PostParams};
+use kube_support::webhook::Endpoint;
 
 use crate::crd::{GROUP, VERSION};
 
@@ -39,99 +37,9 @@ pub fn webhook_name(kind: &str) -> String {
     format!("{kind}.{GROUP}")
 }
 
-/// How the API server reaches the webhook server.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Endpoint {
-    /// The Service in front of the operator (in-cluster; the usual case).
-    Service {
-        namespace: String,
-        name: String,
-        port: i32,
-    },
-    /// A base URL such as `https://127.0.0.1:9443` (an API server outside the cluster network,
-    /// e.g. the test ground's); each kind's path is appended.
-    Url(String),
-}
-
-impl Endpoint {
-    /// `<name>.<namespace>[:<port>]`, port 443 by default.
-    pub fn parse_service(text: &str) -> anyhow::Result<Endpoint> {
-        let (host, port) = match text.rsplit_once(':') {
-            Some((h, p)) => (
-                h,
-                p.parse()
-                    .map_err(|_| anyhow::anyhow!("not a port: {p:?}"))?,
-            ),
-            None => (text, 443),
-        };
-        let Some((name, namespace)) = host.split_once('.') else {
-            anyhow::bail!("expected <name>.<namespace>[:<port>], got {text:?}");
-        };
-        if name.is_empty() || namespace.is_empty() || namespace.contains('.') {
-            anyhow::bail!("expected <name>.<namespace>[:<port>], got {text:?}");
-        }
-        Ok(Endpoint::Service {
-            namespace: namespace.into(),
-            name: name.into(),
-            port,
-        })
-    }
-
-    /// The names the serving certificate must hold for the API server to accept it.
-    pub fn certificate_names(&self) -> anyhow::Result<Vec<String>> {
-        match self {
-            Endpoint::Service {
-                namespace, name, ..
-            } => Ok(vec![
-                format!("{name}.{namespace}.svc"),
-                name.clone(),
-                format!("{name}.{namespace}"),
-                format!("{name}.{namespace}.svc.cluster.local"),
-            ]),
-            Endpoint::Url(url) => {
-                let uri: axum::http::Uri = url
-                    .parse()
-                    .map_err(|e| anyhow::anyhow!("not a URL: {url:?}: {e}"))?;
-                if uri.scheme_str() != Some("https") {
-                    anyhow::bail!("the webhook URL must be https://, got {url:?}");
-                }
-                let host = uri
-                    .host()
-                    .ok_or_else(|| anyhow::anyhow!("no host in {url:?}"))?;
-                Ok(vec![
-                    host.trim_start_matches('[')
-                        .trim_end_matches(']')
-                        .to_string(),
-                ])
-            }
-        }
-    }
-
-    fn client_config(&self, kind: &str, ca_bundle: Option<&[u8]>) -> WebhookClientConfig {
-        let ca_bundle = ca_bundle.map(|b| ByteString(b.to_vec()));
-        match self {
-            Endpoint::Service {
-                namespace,
-                name,
-                port,
-            } => WebhookClientConfig {
-                service: Some(ServiceReference {
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                    path: Some(path(kind)),
-                    port: Some(*port),
-                }),
-                ca_bundle,
-                url: None,
-            },
-            Endpoint::Url(base) => WebhookClientConfig {
-                url: Some(format!("{}{}", base.trim_end_matches('/'), path(kind))),
-                ca_bundle,
-                service: None,
-            },
-        }
-    }
-}
+/// What the names of the operator's webhooks end with (`.` and [`GROUP`]): the self-signed mode
+/// writes the `caBundle` of these in an existing configuration.
+pub const WEBHOOK_SUFFIX: &str = ".slinky.slurm.net";
 
 /// The configuration: one webhook per kind named `<kind>.slinky.slurm.net`, CREATE and UPDATE,
 /// failurePolicy Fail, sideEffects None, AdmissionReview v1, 10 s timeout, every namespace but
@@ -145,7 +53,7 @@ pub fn configuration(
         .iter()
         .map(|(kind, plural)| ValidatingWebhook {
             name: webhook_name(kind),
-            client_config: endpoint.client_config(kind, ca_bundle),
+            client_config: endpoint.client_config(&path(kind), ca_bundle),
             rules: Some(vec![RuleWithOperations {
                 api_groups: Some(vec![GROUP.into()]),
                 api_versions: Some(vec![VERSION.into()]),
@@ -184,61 +92,6 @@ pub fn configuration(
         },
         webhooks: Some(webhooks),
     }
-}
-
-/// Puts `ca_pem` into the `caBundle` of every `*.slinky.slurm.net` webhook of the configuration
-/// `name`, or creates the configuration from [`configuration`] when it does not exist. Anything
-/// else in an existing configuration (selectors, policies, set by a chart) is kept. Retries
-/// until it succeeds.
-pub async fn inject_ca_bundle(
-    client: kube::Client,
-    name: &str,
-    endpoint: &Endpoint,
-    ca_pem: &[u8],
-) {
-    let api: Api<ValidatingWebhookConfiguration> = Api::all(client);
-    let mut delay = Duration::from_millis(500);
-    loop {
-        match try_inject(&api, name, endpoint, ca_pem).await {
-            Ok(()) => {
-                tracing::info!(configuration = name, "webhook: caBundle written");
-                return;
-            }
-            Err(e) => {
-                tracing::warn!(configuration = name, error = %e, "webhook: cannot write the caBundle; retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(30));
-            }
-        }
-    }
-}
-
-async fn try_inject(
-    api: &Api<ValidatingWebhookConfiguration>,
-    name: &str,
-    endpoint: &Endpoint,
-    ca_pem: &[u8],
-) -> anyhow::Result<()> {
-    let Some(mut existing) = api.get_opt(name).await? else {
-        let mut fresh = configuration(endpoint, Some(ca_pem));
-        fresh.metadata.name = Some(name.into());
-        api.create(&PostParams::default(), &fresh).await?;
-        return Ok(());
-    };
-    let suffix = format!(".{GROUP}");
-    let mut ours = 0;
-    for hook in existing.webhooks.iter_mut().flatten() {
-        if hook.name.ends_with(&suffix) {
-            hook.client_config.ca_bundle = Some(ByteString(ca_pem.to_vec()));
-            ours += 1;
-        }
-    }
-    if ours == 0 {
-        anyhow::bail!("it has no *{suffix} webhook");
-    }
-    // `replace` carries the resourceVersion read above: a concurrent change fails and is retried.
-    api.replace(name, &PostParams::default(), &existing).await?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -322,32 +175,19 @@ mod tests {
             Some("https://127.0.0.1:9443/validate-slinky-slurm-net-v1beta1-token")
         );
         assert!(h.client_config.ca_bundle.is_none() && h.client_config.service.is_none());
-        assert_eq!(ep.certificate_names().unwrap(), ["127.0.0.1"]);
-        assert_eq!(
-            Endpoint::Url("https://[::1]:9443".into())
-                .certificate_names()
-                .unwrap(),
-            ["::1"]
-        );
-        assert!(
-            Endpoint::Url("http://127.0.0.1:9443".into())
-                .certificate_names()
-                .is_err()
-        );
     }
 
+    /// The self-signed mode creates a missing configuration from `configuration(ep, None)`
+    /// with the CA put into every `*.slinky.slurm.net` webhook: all six, as if made with it.
     #[test]
-    fn service_parsing() {
+    fn the_self_signed_ca_reaches_every_webhook() {
+        assert_eq!(WEBHOOK_SUFFIX, format!(".{GROUP}"));
+        let ep = Endpoint::parse_service("slurm-operator-webhook.slinky").unwrap();
+        let mut fresh = configuration(&ep, None);
         assert_eq!(
-            Endpoint::parse_service("wh.ns:8443").unwrap(),
-            Endpoint::Service {
-                namespace: "ns".into(),
-                name: "wh".into(),
-                port: 8443
-            }
+            kube_support::webhook::set_ca_bundle(&mut fresh, WEBHOOK_SUFFIX, b"PEM"),
+            KINDS.len()
         );
-        for bad in ["wh", "wh.", ".ns", "wh.ns.svc", "wh.ns:x"] {
-            assert!(Endpoint::parse_service(bad).is_err(), "{bad}");
-        }
+        assert_eq!(fresh, configuration(&ep, Some(b"PEM")));
     }
 }

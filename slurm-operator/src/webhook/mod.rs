@@ -15,11 +15,12 @@
 //!
 //! [`validate`] holds the pure rules, [`server`] the HTTP side and the lookups (through the
 //! operator's client: it needs get on configmaps, persistentvolumeclaims and controllers, and in
-//! self-signed mode get/create/update on validatingwebhookconfigurations).
+//! self-signed mode get/create/update on validatingwebhookconfigurations), [`config`] the
+//! configuration. The TLS, the HTTPS server and the `caBundle` update are
+//! [`kube_support::tls`] and [`kube_support::webhook`].
 
 pub mod config;
 pub mod server;
-pub mod tls;
 pub mod validate;
 pub mod verdict;
 
@@ -27,16 +28,19 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use kube_support::tls;
 
-pub use config::{CONFIGURATION_NAME, Endpoint, configuration};
+pub use config::{CONFIGURATION_NAME, configuration};
+pub use kube_support::tls::DEFAULT_CERT_DIR;
+pub use kube_support::webhook::Endpoint;
 pub use validate::{
     validate_accounting, validate_controller, validate_loginset, validate_nodeset,
     validate_restapi, validate_token,
 };
 pub use verdict::{Lookup, Lookups, Verdict};
 
-/// Where Slinky's chart mounts the serving certificate.
-pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
+/// The self-signed mode's names: its CA is `slurm-operator-webhook-ca`.
+pub const CERT_NAME: &str = "slurm-operator-webhook";
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct WebhookArgs {
@@ -122,27 +126,25 @@ pub async fn serve(args: WebhookArgs, client: kube::Client) -> anyhow::Result<()
         let endpoint = args.endpoint()?.context(
             "--webhook-self-signed needs --webhook-service <name>.<namespace> or --webhook-url",
         )?;
-        let made = tls::self_signed(&endpoint.certificate_names()?)
+        let made = tls::self_signed(CERT_NAME, &endpoint.certificate_names()?)
             .context("making the self-signed webhook certificate")?;
         tokio::spawn({
             let (client, name) = (client.clone(), args.webhook_configuration.clone());
+            let fresh = configuration(&endpoint, None);
             async move {
-                config::inject_ca_bundle(client, &name, &endpoint, made.ca_pem.as_bytes()).await;
+                kube_support::webhook::inject_ca_bundle(
+                    client,
+                    &name,
+                    config::WEBHOOK_SUFFIX,
+                    made.ca_pem.as_bytes(),
+                    fresh,
+                )
+                .await;
             }
         });
         tls::ServingCert::new(made.key)
     } else {
-        let dir = args.webhook_cert_dir.clone();
-        let (key, files) = tls::load_dir(&dir).await?;
-        let cert = tls::ServingCert::new(key);
-        tokio::spawn(tls::reload_dir(dir, cert.clone(), files, tls::RELOAD_EVERY));
-        cert
+        tls::watch_dir(args.webhook_cert_dir.clone()).await?
     };
-    let tcp = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("webhook: cannot listen on {addr}"))?;
-    tracing::info!(%addr, "serving the admission webhook");
-    axum::serve(tls::TlsListener::new(tcp, cert)?, server::router(client))
-        .await
-        .context("webhook server")
+    kube_support::webhook::serve(addr, cert, server::router(client)).await
 }

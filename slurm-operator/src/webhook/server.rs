@@ -377,14 +377,13 @@ mod tests {
 
     #[tokio::test]
     async fn routes() {
+        use kube_support::tls::{ServingCert, TlsListener, self_signed, testing::https};
         let app = router(unreachable_client());
-        let made = super::super::tls::self_signed(&["127.0.0.1".into()]).unwrap();
+        let made = self_signed(super::super::CERT_NAME, &["127.0.0.1".into()]).unwrap();
         let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = tcp.local_addr().unwrap().port();
-        let cert = super::super::tls::ServingCert::new(made.key);
-        tokio::spawn(
-            axum::serve(super::super::tls::TlsListener::new(tcp, cert).unwrap(), app).into_future(),
-        );
+        let cert = ServingCert::new(made.key);
+        tokio::spawn(axum::serve(TlsListener::new(tcp, cert).unwrap(), app).into_future());
         let body = request(
             "Token",
             "CREATE",
@@ -392,7 +391,7 @@ mod tests {
             Value::Null,
         );
         let body = String::from_utf8(body).unwrap();
-        let (resp, _) = super::super::tls::tests::https(
+        let (resp, _) = https(
             port,
             &made.ca_pem,
             &format!(

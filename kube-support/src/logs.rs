@@ -2,7 +2,7 @@
 
 use tracing_subscriber::EnvFilter;
 
-/// The log line format.
+/// The log line format (a `clap` value: `json` or `text`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
     /// One JSON object per line (for log collectors).
@@ -12,6 +12,10 @@ pub enum LogFormat {
 }
 
 /// Installs the global subscriber.
+///
+/// # Panics
+///
+/// When a global subscriber is already installed.
 pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()

@@ -1,0 +1,18 @@
+//! Process plumbing that the workspace's Kubernetes binaries (`slurm-operator`, `slurm-bridge`)
+//! share; nothing in it knows about Slurm or about a particular custom resource.
+//!
+//! | module | holds |
+//! | --- | --- |
+//! | [`leader`] | leader election on a coordination.k8s.io Lease; losing it is meant to end the process |
+//! | [`http`] | `/healthz`, `/readyz` and `/metrics` on one or two listeners |
+//! | [`logs`] | the global `tracing` subscriber: text or JSON on stderr, `RUST_LOG` |
+//! | [`tls`] | a serving certificate from a cert dir (re-read when it changes) or made at start, and a TLS listener for axum |
+//! | [`webhook`] | an admission webhook's HTTPS server, how the API server reaches it, and the `caBundle` of its configuration |
+
+#![warn(missing_docs)]
+
+pub mod http;
+pub mod leader;
+pub mod logs;
+pub mod tls;
+pub mod webhook;
