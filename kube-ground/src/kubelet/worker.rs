@@ -605,6 +605,10 @@ impl Worker {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
         if in_api {
+            // As the kubelet does since Kubernetes 1.27: a deleted pod ends in a terminal phase
+            // before its object goes, so that controllers holding a finalizer (slurm-bridge) see
+            // that it no longer runs.
+            self.end_for_deletion().await;
             let api: Api<Pod> = Api::namespaced(self.ctx.client.clone(), &self.pod_ref.namespace);
             let params = DeleteParams {
                 grace_period_seconds: Some(0),
@@ -622,6 +626,33 @@ impl Worker {
         }
         self.sandbox = None;
         tracing::info!(pod = %self.pod_ref, "pod removed");
+    }
+
+    /// Marks every container that ran as ended (killed: 137) and pushes the pod's final status:
+    /// Succeeded when every container had already exited 0, Failed otherwise.
+    async fn end_for_deletion(&mut self) {
+        let now = Timestamp::now();
+        for slot in self.init.iter_mut().chain(self.main.iter_mut()) {
+            if let Run::Running { since } = slot.record.run {
+                slot.record.run = Run::Exited(Exit {
+                    code: 137,
+                    reason: "Error".into(),
+                    started: since,
+                    finished: now,
+                    message: String::new(),
+                });
+                slot.record.ready = false;
+            }
+        }
+        let all_zero = self
+            .main
+            .iter()
+            .all(|s| matches!(&s.record.run, Run::Exited(e) if e.code == 0));
+        if !all_zero && self.failed.is_none() {
+            self.failed = Some(("Terminated".into(), "The pod was deleted".into()));
+        }
+        self.sandbox = None;
+        self.push_status().await;
     }
 
     async fn stop_one(&self, id: &ContainerRef, deadline: Instant) {
