@@ -1,0 +1,148 @@
+//! The configuration file, with Slinky's keys (`/etc/slurm-bridge/config.yaml`), plus the
+//! bridge's own, all optional.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// What `config.yaml` holds. Unknown keys are refused, so a typo is an error that names it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Config {
+    /// The scheduler name pods must carry (`spec.schedulerName`).
+    pub scheduler_name: String,
+    /// slurmrestd's URL.
+    pub slurm_rest_api: String,
+    /// Namespaces whose pods the webhook hands to the bridge.
+    pub managed_namespaces: Vec<String>,
+    /// A namespace label selector; when set it replaces `managedNamespaces`.
+    pub managed_namespace_selector: Option<LabelSelector>,
+    /// The MCS label of every placeholder job.
+    pub mcs_label: String,
+    /// The partition of jobs whose workload names none.
+    pub partition: String,
+    /// Whether jobs get whole nodes unless the workload's `exclusive` annotation says otherwise.
+    /// Slinky always allocates whole nodes; `false` packs pods by their requests.
+    pub exclusive: bool,
+}
+
+/// A Kubernetes label selector (`matchLabels` and `matchExpressions`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct LabelSelector {
+    /// Labels that must be present with these values.
+    pub match_labels: BTreeMap<String, String>,
+    /// Requirements on labels.
+    pub match_expressions: Vec<LabelRequirement>,
+}
+
+/// One `matchExpressions` entry.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct LabelRequirement {
+    /// The label key.
+    pub key: String,
+    /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
+    pub operator: String,
+    /// Values for `In` and `NotIn`.
+    pub values: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            scheduler_name: "slurm-bridge-scheduler".into(),
+            slurm_rest_api: "http://slurm-restapi.slurm:6820".into(),
+            managed_namespaces: vec!["slurm-bridge".into()],
+            managed_namespace_selector: None,
+            mcs_label: "kubernetes".into(),
+            partition: "slurm-bridge".into(),
+            exclusive: true,
+        }
+    }
+}
+
+impl Config {
+    /// Parses `text`; an error names the file's offending key or value.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        if text.trim().is_empty() {
+            return Ok(Config::default());
+        }
+        let config: Config = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        if config.scheduler_name.trim().is_empty() {
+            return Err("schedulerName is empty".into());
+        }
+        url::Url::parse(&config.slurm_rest_api)
+            .map_err(|e| format!("slurmRestApi {:?} is not a URL: {e}", config.slurm_rest_api))?;
+        Ok(config)
+    }
+
+    /// Reads and parses the file at `path`.
+    pub fn load(path: &Path) -> anyhow::Result<Config> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read the config file {}: {e}", path.display()))?;
+        Config::parse(&text).map_err(|e| anyhow::anyhow!("config file {}: {e}", path.display()))
+    }
+}
+
+impl LabelSelector {
+    /// Whether `labels` satisfy the selector (an empty selector matches everything).
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.match_labels
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+            && self.match_expressions.iter().all(|r| {
+                let value = labels.get(&r.key);
+                match r.operator.as_str() {
+                    "In" => value.is_some_and(|v| r.values.contains(v)),
+                    "NotIn" => !value.is_some_and(|v| r.values.contains(v)),
+                    "Exists" => value.is_some(),
+                    "DoesNotExist" => value.is_none(),
+                    _ => false,
+                }
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slinky_config_file_parses() {
+        let config = Config::parse(
+            "schedulerName: slurm-bridge-scheduler\nslurmRestApi: http://slurm-restapi.slurm:6820\n\
+             managedNamespaces: [slurm-bridge, ml]\nmcsLabel: kubernetes\npartition: slurm-bridge\n",
+        )
+        .unwrap();
+        assert_eq!(config.managed_namespaces, ["slurm-bridge", "ml"]);
+        assert!(config.exclusive);
+    }
+
+    #[test]
+    fn a_typo_is_named() {
+        let err = Config::parse("schedulerNmae: x\n").unwrap_err();
+        assert!(err.contains("schedulerNmae"), "{err}");
+        let err = Config::parse("slurmRestApi: not a url\n").unwrap_err();
+        assert!(err.contains("slurmRestApi"), "{err}");
+    }
+
+    #[test]
+    fn selector_matches_labels() {
+        let config = Config::parse(
+            "managedNamespaceSelector:\n  matchLabels: {team: ml}\n  matchExpressions:\n  - {key: tier, operator: NotIn, values: [prod]}\n",
+        )
+        .unwrap();
+        let selector = config.managed_namespace_selector.unwrap();
+        let labels = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert!(selector.matches(&labels(&[("team", "ml")])));
+        assert!(!selector.matches(&labels(&[("team", "ml"), ("tier", "prod")])));
+        assert!(!selector.matches(&labels(&[])));
+    }
+}

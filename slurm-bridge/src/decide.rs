@@ -1,0 +1,347 @@
+//! The bridge's decisions: what to do about one workload, from its pods and what Slurm last said
+//! about its job. Pure, so every drift case is a table test; the scheduler loop only gathers
+//! the inputs and applies the actions in order (stopping at the first that fails).
+//!
+//! Rules that keep pods safe:
+//! - Nothing is done when the job's state is unknown (slurmrestd unreachable, an error):
+//!   no submit, no cancel, no delete. A restart of slurmctld or slurmrestd changes nothing.
+//! - A pod is deleted only when Slurm reports its job ended (or requeued, which revokes the
+//!   allocation), never because a lookup failed. A job Slurm no longer knows (purged, or a
+//!   slurmctld that lost its state) leaves bound pods running, with a condition saying so.
+//! - A job is cancelled only when none of its pods is alive: a pod still terminating on its
+//!   node keeps its job (Slinky #16). A pod whose deletion was asked for but that no kubelet
+//!   reports as ended is let go after its grace period plus [`OVERDUE_AFTER_GRACE`]
+//!   (Slinky #49).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use slurm_client::JobState;
+
+/// How long after a deleted pod's grace period the bridge stops waiting for a kubelet.
+pub const OVERDUE_AFTER_GRACE: i64 = 60;
+
+/// A pod's phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Not started, or starting.
+    Pending,
+    /// Running.
+    Running,
+    /// Ended: Succeeded or Failed.
+    Ended,
+}
+
+/// What the decisions need to know of a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodView {
+    /// Its name.
+    pub name: String,
+    /// Its `slurm-jobid` label.
+    pub job_id: Option<u32>,
+    /// Its `slurm-node` annotation (a Kubernetes node name).
+    pub assigned_node: Option<String>,
+    /// `spec.nodeName`.
+    pub bound_node: Option<String>,
+    /// Its phase.
+    pub phase: Phase,
+    /// Seconds since its deletion was asked for, and its grace period; `None` when not deleted.
+    pub deleting: Option<(i64, i64)>,
+    /// Whether it holds the bridge's finalizer.
+    pub finalizer: bool,
+    /// Its `SlurmJob` condition as it is: `(status, reason, message)`.
+    pub condition: Option<(String, String, String)>,
+}
+
+impl PodView {
+    /// Whether the pod no longer needs its job: ended, or deleted and never bound, or deleted
+    /// and overdue.
+    pub fn gone(&self) -> bool {
+        if self.phase == Phase::Ended {
+            return true;
+        }
+        match self.deleting {
+            None => false,
+            Some(_) if self.bound_node.is_none() => true,
+            Some((since, grace)) => since > grace + OVERDUE_AFTER_GRACE,
+        }
+    }
+}
+
+/// What Slurm last said about the workload's job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobView {
+    /// No job: none was submitted, or its id is not known.
+    None,
+    /// Not known right now (the read failed or has not happened): act on nothing.
+    Unknown,
+    /// Slurm answered that it has no such job.
+    Missing(u32),
+    /// Slurm's answer.
+    Known {
+        /// The job id.
+        id: u32,
+        /// Its state.
+        state: JobState,
+        /// Why it pends (`Priority`, `Resources`, …).
+        reason: Option<String>,
+        /// The Kubernetes node names of its allocation, in Slurm's order; a Slurm node no
+        /// Kubernetes node stands for is `None`.
+        nodes: Vec<(String, Option<String>)>,
+    },
+}
+
+/// Everything about one workload.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// Its pods (including those being deleted), sorted by name.
+    pub pods: Vec<PodView>,
+    /// Its job.
+    pub job: JobView,
+    /// How many live pods its job needs before it is submitted.
+    pub gang: usize,
+}
+
+/// One thing to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Submit the workload's job for these pods, then label them.
+    Submit {
+        /// The pods the job is for.
+        pods: Vec<String>,
+    },
+    /// Label the pod with its job id and add the finalizer.
+    Label {
+        /// The pod.
+        pod: String,
+        /// The job.
+        job_id: u32,
+    },
+    /// Annotate the pod with its node and bind it there.
+    Bind {
+        /// The pod.
+        pod: String,
+        /// The Kubernetes node.
+        node: String,
+    },
+    /// Cancel the job.
+    Cancel {
+        /// The job.
+        job_id: u32,
+        /// Why, for the event.
+        why: String,
+    },
+    /// Delete the pod (gracefully).
+    Delete {
+        /// The pod.
+        pod: String,
+        /// Why, for the event and condition.
+        why: String,
+    },
+    /// Remove the bridge's finalizer from the pod.
+    Release {
+        /// The pod.
+        pod: String,
+    },
+    /// Set the pod's `SlurmJob` condition (only emitted when it differs from what the pod has).
+    Condition {
+        /// The pod.
+        pod: String,
+        /// `True` when the job runs, `False` otherwise.
+        status: String,
+        /// A CamelCase reason.
+        reason: String,
+        /// For people.
+        message: String,
+    },
+}
+
+/// The actions for `w`, in the order they must be applied.
+pub fn decide(w: &Workload) -> Vec<Action> {
+    let mut actions = Vec::new();
+    let live: Vec<&PodView> = w.pods.iter().filter(|p| !p.gone()).collect();
+    let release = |actions: &mut Vec<Action>| {
+        for p in w.pods.iter().filter(|p| p.gone() && p.finalizer) {
+            actions.push(Action::Release {
+                pod: p.name.clone(),
+            });
+        }
+    };
+    match &w.job {
+        JobView::Unknown => {}
+        JobView::None => {
+            release(&mut actions);
+            let waiting: Vec<&PodView> = live
+                .iter()
+                .filter(|p| p.bound_node.is_none() && p.deleting.is_none())
+                .copied()
+                .collect();
+            if waiting.is_empty() {
+                return actions;
+            }
+            if waiting.len() >= w.gang {
+                actions.push(Action::Submit {
+                    pods: waiting.iter().map(|p| p.name.clone()).collect(),
+                });
+            } else {
+                let message = format!(
+                    "waiting for {} more pod(s) of the group before submitting its Slurm job",
+                    w.gang - waiting.len()
+                );
+                for p in waiting {
+                    condition(&mut actions, p, "False", "WaitingForGroup", &message);
+                }
+            }
+        }
+        JobView::Missing(id) => {
+            release(&mut actions);
+            for p in &live {
+                if p.bound_node.is_some() {
+                    let message = format!(
+                        "Slurm no longer knows job {id}; the pod keeps running (the bridge deletes pods only for jobs Slurm reports ended)"
+                    );
+                    condition(&mut actions, p, "False", "JobUnknownToSlurm", &message);
+                }
+            }
+            let unbound: Vec<String> = live
+                .iter()
+                .filter(|p| p.bound_node.is_none() && p.deleting.is_none())
+                .map(|p| p.name.clone())
+                .collect();
+            if !unbound.is_empty()
+                && unbound.len() >= w.gang
+                && live.iter().all(|p| p.bound_node.is_none())
+            {
+                actions.push(Action::Submit { pods: unbound });
+            }
+        }
+        JobView::Known {
+            id,
+            state,
+            reason,
+            nodes,
+        } => {
+            let id = *id;
+            let alive_state = matches!(
+                state,
+                JobState::Pending | JobState::Running | JobState::Suspended
+            ) || matches!(state, JobState::Other(_));
+            if alive_state && live.is_empty() {
+                actions.push(Action::Cancel {
+                    job_id: id,
+                    why: "none of its pods is alive any more".into(),
+                });
+                release(&mut actions);
+                return actions;
+            }
+            release(&mut actions);
+            for p in live.iter().filter(|_| alive_state) {
+                if p.job_id != Some(id) && p.deleting.is_none() {
+                    actions.push(Action::Label {
+                        pod: p.name.clone(),
+                        job_id: id,
+                    });
+                }
+            }
+            match state {
+                JobState::Pending => {
+                    let reason = reason.clone().unwrap_or_else(|| "None".into());
+                    for p in &live {
+                        if p.bound_node.is_some() {
+                            actions.push(Action::Delete {
+                                pod: p.name.clone(),
+                                why: format!("Slurm job {id} was requeued: its allocation is gone"),
+                            });
+                        } else {
+                            let message = format!("waiting in Slurm: job {id} ({reason})");
+                            condition(&mut actions, p, "False", "Pending", &message);
+                        }
+                    }
+                }
+                JobState::Running => bind(&mut actions, id, &live, nodes),
+                state if state.is_finished() => {
+                    let why = format!("Slurm job {id} ended: {state}");
+                    // Only the job's own pods: a pod that joined later waits for a job of its own.
+                    for p in live.iter().filter(|p| p.job_id == Some(id)) {
+                        if p.deleting.is_none() {
+                            condition(&mut actions, p, "False", "JobEnded", &why);
+                            actions.push(Action::Delete {
+                                pod: p.name.clone(),
+                                why: why.clone(),
+                            });
+                        }
+                    }
+                }
+                // Suspended, or a state this build does not know: leave everything as it is.
+                _ => {}
+            }
+        }
+    }
+    actions
+}
+
+/// Gives each unbound pod a node of the allocation that no other pod of the job holds.
+fn bind(actions: &mut Vec<Action>, id: u32, live: &[&PodView], nodes: &[(String, Option<String>)]) {
+    let held: BTreeSet<&str> = live
+        .iter()
+        .filter_map(|p| p.bound_node.as_deref().or(p.assigned_node.as_deref()))
+        .collect();
+    let allocated: BTreeMap<&str, &str> = nodes
+        .iter()
+        .filter_map(|(slurm, k8s)| Some((k8s.as_deref()?, slurm.as_str())))
+        .collect();
+    let mut free = nodes
+        .iter()
+        .filter_map(|(_, k8s)| k8s.as_deref())
+        .filter(|k| !held.contains(k));
+    for p in live {
+        if let Some(node) = &p.bound_node {
+            let message = format!("Slurm job {id} runs on {node}");
+            condition(actions, p, "True", "Running", &message);
+            continue;
+        }
+        if p.deleting.is_some() {
+            continue;
+        }
+        let node = match p.assigned_node.as_deref() {
+            Some(node) if allocated.contains_key(node) => Some(node),
+            _ => free.next(),
+        };
+        match node {
+            Some(node) => actions.push(Action::Bind {
+                pod: p.name.clone(),
+                node: node.to_owned(),
+            }),
+            None => {
+                let unmapped: Vec<&str> = nodes
+                    .iter()
+                    .filter(|(_, k8s)| k8s.is_none())
+                    .map(|(s, _)| s.as_str())
+                    .collect();
+                let message = if unmapped.is_empty() {
+                    format!("Slurm job {id} has no node left for this pod")
+                } else {
+                    format!(
+                        "Slurm job {id} got node(s) {} that no Kubernetes node stands for",
+                        unmapped.join(",")
+                    )
+                };
+                condition(actions, p, "False", "NoNode", &message);
+            }
+        }
+    }
+}
+
+fn condition(actions: &mut Vec<Action>, pod: &PodView, status: &str, reason: &str, message: &str) {
+    let wanted = (status.to_owned(), reason.to_owned(), message.to_owned());
+    if pod.condition.as_ref() != Some(&wanted) {
+        actions.push(Action::Condition {
+            pod: pod.name.clone(),
+            status: wanted.0,
+            reason: wanted.1,
+            message: wanted.2,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

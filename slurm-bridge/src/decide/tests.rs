@@ -1,0 +1,246 @@
+//! The drift cases, one table row each.
+
+use super::*;
+
+fn pod(name: &str) -> PodView {
+    PodView {
+        name: name.into(),
+        job_id: None,
+        assigned_node: None,
+        bound_node: None,
+        phase: Phase::Pending,
+        deleting: None,
+        finalizer: false,
+        condition: None,
+    }
+}
+
+fn labelled(name: &str, id: u32) -> PodView {
+    PodView {
+        job_id: Some(id),
+        finalizer: true,
+        ..pod(name)
+    }
+}
+
+fn bound(name: &str, id: u32, node: &str) -> PodView {
+    PodView {
+        bound_node: Some(node.into()),
+        assigned_node: Some(node.into()),
+        phase: Phase::Running,
+        ..labelled(name, id)
+    }
+}
+
+fn known(id: u32, state: JobState, nodes: &[&str]) -> JobView {
+    JobView::Known {
+        id,
+        state,
+        reason: Some("Priority".into()),
+        nodes: nodes
+            .iter()
+            .map(|n| (n.to_string(), Some(n.to_string())))
+            .collect(),
+    }
+}
+
+fn workload(pods: Vec<PodView>, job: JobView, gang: usize) -> Workload {
+    Workload { pods, job, gang }
+}
+
+fn kinds(actions: &[Action]) -> Vec<String> {
+    actions
+        .iter()
+        .map(|a| match a {
+            Action::Submit { pods } => format!("submit {}", pods.join(",")),
+            Action::Label { pod, job_id } => format!("label {pod} {job_id}"),
+            Action::Bind { pod, node } => format!("bind {pod} {node}"),
+            Action::Cancel { job_id, .. } => format!("cancel {job_id}"),
+            Action::Delete { pod, .. } => format!("delete {pod}"),
+            Action::Release { pod } => format!("release {pod}"),
+            Action::Condition { pod, reason, .. } => format!("condition {pod} {reason}"),
+        })
+        .collect()
+}
+
+#[test]
+fn new_pod_is_submitted() {
+    let w = workload(vec![pod("a")], JobView::None, 1);
+    assert_eq!(kinds(&decide(&w)), ["submit a"]);
+}
+
+#[test]
+fn gang_waits_for_its_members() {
+    let w = workload(vec![pod("a")], JobView::None, 2);
+    assert_eq!(kinds(&decide(&w)), ["condition a WaitingForGroup"]);
+    let w = workload(vec![pod("a"), pod("b")], JobView::None, 2);
+    assert_eq!(kinds(&decide(&w)), ["submit a,b"]);
+}
+
+#[test]
+fn unknown_job_state_does_nothing() {
+    let mut ended = bound("c", 7, "n3");
+    ended.phase = Phase::Ended;
+    let w = workload(
+        vec![labelled("a", 7), bound("b", 7, "n1"), ended],
+        JobView::Unknown,
+        1,
+    );
+    assert!(decide(&w).is_empty());
+}
+
+#[test]
+fn pending_job_labels_stragglers_and_shows_the_reason() {
+    // A bridge killed between submit and label: the job (found by its admin_comment) is there.
+    let w = workload(vec![pod("a")], known(42, JobState::Pending, &[]), 1);
+    assert_eq!(kinds(&decide(&w)), ["label a 42", "condition a Pending"]);
+    let actions = decide(&w);
+    let Action::Condition { message, .. } = &actions[1] else {
+        unreachable!()
+    };
+    assert_eq!(message, "waiting in Slurm: job 42 (Priority)");
+    // Already showing it: no write.
+    let mut shown = labelled("a", 42);
+    shown.condition = Some((
+        "False".into(),
+        "Pending".into(),
+        "waiting in Slurm: job 42 (Priority)".into(),
+    ));
+    assert!(decide(&workload(vec![shown], known(42, JobState::Pending, &[]), 1)).is_empty());
+}
+
+#[test]
+fn running_job_binds_each_pod_to_its_own_node() {
+    let w = workload(
+        vec![labelled("a", 5), labelled("b", 5)],
+        known(5, JobState::Running, &["n1", "n2"]),
+        2,
+    );
+    assert_eq!(kinds(&decide(&w)), ["bind a n1", "bind b n2"]);
+    // One already bound keeps its node; the other gets the free one.
+    let w = workload(
+        vec![labelled("a", 5), bound("b", 5, "n1")],
+        known(5, JobState::Running, &["n1", "n2"]),
+        2,
+    );
+    assert_eq!(kinds(&decide(&w)), ["bind a n2", "condition b Running"]);
+    // Annotated before a crash, not bound yet: the same node again.
+    let mut annotated = labelled("a", 5);
+    annotated.assigned_node = Some("n2".into());
+    let w = workload(
+        vec![annotated, labelled("b", 5)],
+        known(5, JobState::Running, &["n1", "n2"]),
+        2,
+    );
+    assert_eq!(kinds(&decide(&w)), ["bind a n2", "bind b n1"]);
+}
+
+#[test]
+fn a_slurm_node_without_kubernetes_node_is_reported_not_bound() {
+    let w = workload(
+        vec![labelled("a", 5)],
+        JobView::Known {
+            id: 5,
+            state: JobState::Running,
+            reason: None,
+            nodes: vec![("ghost".into(), None)],
+        },
+        1,
+    );
+    assert_eq!(kinds(&decide(&w)), ["condition a NoNode"]);
+}
+
+#[test]
+fn ended_job_ends_its_pods() {
+    for state in [
+        JobState::Cancelled,
+        JobState::Preempted,
+        JobState::NodeFail,
+        JobState::Timeout,
+    ] {
+        let w = workload(vec![bound("a", 9, "n1")], known(9, state, &["n1"]), 1);
+        assert_eq!(
+            kinds(&decide(&w)),
+            ["condition a JobEnded", "delete a"],
+            "{w:?}"
+        );
+    }
+}
+
+#[test]
+fn requeued_job_ends_bound_pods() {
+    let w = workload(
+        vec![bound("a", 9, "n1")],
+        known(9, JobState::Pending, &[]),
+        1,
+    );
+    assert_eq!(kinds(&decide(&w)), ["delete a"]);
+}
+
+#[test]
+fn job_unknown_to_slurm_never_deletes_a_running_pod() {
+    let w = workload(vec![bound("a", 9, "n1")], JobView::Missing(9), 1);
+    assert_eq!(kinds(&decide(&w)), ["condition a JobUnknownToSlurm"]);
+    // An unbound pod gets a new job.
+    let w = workload(vec![labelled("a", 9)], JobView::Missing(9), 1);
+    assert_eq!(kinds(&decide(&w)), ["submit a"]);
+}
+
+#[test]
+fn pods_ended_cancel_the_job_then_let_go() {
+    let mut done = bound("a", 3, "n1");
+    done.phase = Phase::Ended;
+    let w = workload(vec![done.clone()], known(3, JobState::Running, &["n1"]), 1);
+    assert_eq!(kinds(&decide(&w)), ["cancel 3", "release a"]);
+    // The job already ended: only let go.
+    let w = workload(vec![done], known(3, JobState::Cancelled, &["n1"]), 1);
+    assert_eq!(kinds(&decide(&w)), ["release a"]);
+}
+
+#[test]
+fn a_terminating_pod_keeps_its_job_until_overdue() {
+    let mut terminating = bound("a", 3, "n1");
+    terminating.deleting = Some((10, 30));
+    let w = workload(
+        vec![terminating.clone()],
+        known(3, JobState::Running, &["n1"]),
+        1,
+    );
+    assert_eq!(kinds(&decide(&w)), ["condition a Running"]);
+    // No kubelet reported it ended long after its grace period (Slinky #49).
+    terminating.deleting = Some((30 + OVERDUE_AFTER_GRACE + 1, 30));
+    let w = workload(vec![terminating], known(3, JobState::Running, &["n1"]), 1);
+    assert_eq!(kinds(&decide(&w)), ["cancel 3", "release a"]);
+}
+
+#[test]
+fn deleting_an_unbound_pod_cancels_its_pending_job() {
+    let mut deleted = labelled("a", 4);
+    deleted.deleting = Some((0, 30));
+    let w = workload(vec![deleted], known(4, JobState::Pending, &[]), 1);
+    assert_eq!(kinds(&decide(&w)), ["cancel 4", "release a"]);
+}
+
+#[test]
+fn one_gang_member_ended_keeps_the_job() {
+    let mut leader = bound("a", 6, "n1");
+    leader.phase = Phase::Ended;
+    let w = workload(
+        vec![leader, bound("b", 6, "n2")],
+        known(6, JobState::Running, &["n1", "n2"]),
+        2,
+    );
+    assert_eq!(kinds(&decide(&w)), ["release a", "condition b Running"]);
+}
+
+#[test]
+fn an_ended_job_never_ends_a_pod_that_is_not_its_own() {
+    let mut old = bound("a", 9, "n1");
+    old.phase = Phase::Ended;
+    let w = workload(
+        vec![old, pod("b")],
+        known(9, JobState::Completed, &["n1"]),
+        1,
+    );
+    assert_eq!(kinds(&decide(&w)), ["release a"]);
+}

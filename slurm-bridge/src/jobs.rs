@@ -1,0 +1,260 @@
+//! What the bridge knows of its Slurm jobs, and the task that keeps it current.
+//!
+//! The bridge never lists every job of the cluster while it runs: that is what made Slinky's
+//! bridge decode 30 MB per scheduling attempt (#45). It lists once at start, to find its jobs
+//! again by their `admin_comment`, and afterwards reads only its own jobs that can still change
+//! (pending or running) one by one, so its cost grows with its own jobs, not with the
+//! cluster's. A change of state, reason or nodes wakes the workloads of the job's pods.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use slurm_client::{Client, Job, JobQuery, JobState};
+use tokio::sync::mpsc;
+
+use crate::translate::AdminComment;
+
+/// One job of the bridge.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// `<ns>/<name>` of its pods, from its admin_comment.
+    pub pods: Vec<String>,
+    /// What Slurm last said.
+    pub seen: Seen,
+}
+
+/// What Slurm last said about a job.
+#[derive(Debug, Clone)]
+pub enum Seen {
+    /// Not read yet.
+    Unread,
+    /// Slurm has no such job.
+    Missing,
+    /// Its last reading.
+    Job(Box<Job>),
+}
+
+impl Entry {
+    fn active(&self) -> bool {
+        match &self.seen {
+            Seen::Unread => true,
+            Seen::Missing => false,
+            Seen::Job(job) => !job.state.is_finished(),
+        }
+    }
+}
+
+/// The bridge's jobs, shared by the scheduler and the follower.
+#[derive(Debug, Clone, Default)]
+pub struct JobBook {
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    jobs: HashMap<u32, Entry>,
+}
+
+impl JobBook {
+    /// Lists every job once and keeps those that are the bridge's: an admin_comment naming pods,
+    /// and the `EXTERNAL_JOB` flag or the bridge's MCS label.
+    pub async fn load(client: &Client, mcs_label: &str) -> Result<JobBook, slurm_client::Error> {
+        let listing = client.list_jobs(&JobQuery::default()).await?.into_value();
+        let book = JobBook::default();
+        for job in listing.jobs {
+            let Some(comment) = job.admin_comment.as_deref().and_then(AdminComment::parse) else {
+                continue;
+            };
+            if !(job.is_external() || job.mcs_label.as_deref() == Some(mcs_label)) {
+                continue;
+            }
+            book.insert(job.id, comment.pods, Seen::Job(Box::new(job)));
+        }
+        Ok(book)
+    }
+
+    /// Records a job (just submitted, or named by a pod's label).
+    pub fn insert(&self, id: u32, pods: Vec<String>, seen: Seen) {
+        self.inner
+            .lock()
+            .expect("not poisoned")
+            .jobs
+            .insert(id, Entry { pods, seen });
+    }
+
+    /// Starts following a job a pod names that the book does not know (read on the next poll).
+    pub fn track(&self, id: u32) {
+        self.inner
+            .lock()
+            .expect("not poisoned")
+            .jobs
+            .entry(id)
+            .or_insert(Entry {
+                pods: Vec::new(),
+                seen: Seen::Unread,
+            });
+    }
+
+    /// Forgets a job (its pods are gone).
+    pub fn forget(&self, id: u32) {
+        self.inner.lock().expect("not poisoned").jobs.remove(&id);
+    }
+
+    /// The entry of job `id`.
+    pub fn get(&self, id: u32) -> Option<Entry> {
+        self.inner
+            .lock()
+            .expect("not poisoned")
+            .jobs
+            .get(&id)
+            .cloned()
+    }
+
+    /// The pending or running job whose admin_comment names `pod` (`<ns>/<name>`), if any: the
+    /// job of a pod that was not labelled yet when the bridge stopped.
+    pub fn active_job_of(&self, pod: &str) -> Option<u32> {
+        let inner = self.inner.lock().expect("not poisoned");
+        inner
+            .jobs
+            .iter()
+            .filter(|(_, e)| e.active() && e.pods.iter().any(|p| p == pod))
+            .map(|(id, _)| *id)
+            .max()
+    }
+
+    /// Every job that can still change, with its pods.
+    pub fn active(&self) -> Vec<(u32, Vec<String>)> {
+        let inner = self.inner.lock().expect("not poisoned");
+        let mut active: Vec<_> = inner
+            .jobs
+            .iter()
+            .filter(|(_, e)| e.active())
+            .map(|(id, e)| (*id, e.pods.clone()))
+            .collect();
+        active.sort();
+        active
+    }
+
+    /// Reads job `id` now and records the answer; returns whether it changed. A failed read
+    /// leaves what was known.
+    pub async fn refresh(&self, client: &Client, id: u32) -> Result<bool, slurm_client::Error> {
+        let seen = match client.get_job(id).await {
+            Ok(job) => Seen::Job(Box::new(job.into_value())),
+            Err(slurm_client::Error::NotFound { .. }) => Seen::Missing,
+            Err(e) => return Err(e),
+        };
+        let mut inner = self.inner.lock().expect("not poisoned");
+        let entry = inner.jobs.entry(id).or_insert(Entry {
+            pods: Vec::new(),
+            seen: Seen::Unread,
+        });
+        if let Seen::Job(job) = &seen
+            && entry.pods.is_empty()
+            && let Some(comment) = job.admin_comment.as_deref().and_then(AdminComment::parse)
+        {
+            entry.pods = comment.pods;
+        }
+        let changed = !same(&entry.seen, &seen);
+        entry.seen = seen;
+        Ok(changed)
+    }
+}
+
+/// Whether two readings differ in anything the decisions use.
+fn same(a: &Seen, b: &Seen) -> bool {
+    match (a, b) {
+        (Seen::Unread, Seen::Unread) | (Seen::Missing, Seen::Missing) => true,
+        (Seen::Job(a), Seen::Job(b)) => {
+            a.state == b.state && a.reason == b.reason && a.nodes == b.nodes
+        }
+        _ => false,
+    }
+}
+
+/// Reads the book's active jobs every `every` (several at once) and sends the pods of each job
+/// that changed. Runs until the receiver is gone.
+pub async fn follow(
+    book: JobBook,
+    client: Client,
+    every: Duration,
+    changed: mpsc::UnboundedSender<Vec<String>>,
+    metrics: Arc<crate::metrics::Metrics>,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let active = book.active();
+        let reads = futures::stream::iter(active)
+            .map(|(id, pods)| {
+                let (book, client) = (book.clone(), client.clone());
+                async move { (id, pods, book.refresh(&client, id).await) }
+            })
+            .buffer_unordered(8)
+            .collect::<Vec<_>>()
+            .await;
+        for (id, pods, result) in reads {
+            metrics.slurm_call("get_job", result.as_ref().err());
+            match result {
+                Ok(true) => {
+                    let pods = if pods.is_empty() {
+                        book.get(id).map(|e| e.pods).unwrap_or_default()
+                    } else {
+                        pods
+                    };
+                    if changed.send(pods).is_err() {
+                        return;
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(job = id, error = %e, "cannot read the job; keeping what was known")
+                }
+            }
+        }
+        metrics.set_jobs(&book.states());
+    }
+}
+
+impl JobBook {
+    /// How many of the book's jobs are in each state (for the metrics).
+    pub fn states(&self) -> Vec<(String, usize)> {
+        let inner = self.inner.lock().expect("not poisoned");
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        for entry in inner.jobs.values() {
+            let state = match &entry.seen {
+                Seen::Unread => "unread".to_owned(),
+                Seen::Missing => "missing".to_owned(),
+                Seen::Job(job) => state_label(&job.state),
+            };
+            *counts.entry(state).or_default() += 1;
+        }
+        let mut counts: Vec<_> = counts.into_iter().collect();
+        counts.sort();
+        counts
+    }
+}
+
+fn state_label(state: &JobState) -> String {
+    state.to_string().to_lowercase()
+}
+
+/// The Slurm node names of a job's allocation, in Slurm's order.
+pub fn job_nodes(job: &Job) -> Vec<String> {
+    job.nodes
+        .as_deref()
+        .filter(|n| !n.is_empty() && *n != "(null)")
+        .map(|n| slurm_client::hostlist::expand(n).unwrap_or_else(|_| vec![n.to_owned()]))
+        .unwrap_or_default()
+}
+
+/// Distinct names, sorted (for the pods of a job).
+pub fn sorted(names: impl IntoIterator<Item = String>) -> Vec<String> {
+    names
+        .into_iter()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}

@@ -1,0 +1,26 @@
+//! `slurm-bridge`: a Kubernetes scheduler that lets Slurm place pods. Each workload (a pod, or a
+//! gang of pods) becomes one placeholder Slurm job; when Slurm allocates nodes to it, the bridge
+//! binds the pods there and the kubelets run them. Compatible with SchedMD's Slinky
+//! slurm-bridge (scheduler name, annotations, labels, config file); see the crate README.
+//!
+//! Layout: pure decisions ([`workload`], [`annotations`], [`translate`], [`feasible`],
+//! [`decide`]) and the loops that feed and apply them ([`scheduler`], [`jobs`], [`nodes`],
+//! [`webhook`]).
+
+pub mod annotations;
+pub mod config;
+pub mod decide;
+pub mod feasible;
+pub mod jobs;
+pub mod keys;
+pub mod metrics;
+pub mod nodes;
+pub mod pods;
+pub mod quantity;
+pub mod resources;
+pub mod roots;
+pub mod scheduler;
+pub mod slurm_nodes;
+pub mod translate;
+pub mod webhook;
+pub mod workload;

@@ -1,0 +1,283 @@
+//! Kubernetes nodes → Slurm nodes:
+//! - a node labelled `scheduler.slinky.slurm.net/external-node` is registered in Slurm as an
+//!   external node (no slurmd: Slurm schedules, the kubelet runs), with its CPUs, memory and
+//!   the partitions of `…/external-node-partitions` (default: the config's partition) as
+//!   features; when the label goes, the Slurm node is drained and deleted once idle;
+//! - a cordoned node's Slurm node is drained (reason `slurm-bridge: Node (<n>) was cordoned`),
+//!   and resumed on uncordon — only drains with that reason: an admin's drain stays.
+//!
+//! Only Kubernetes nodes that are Slurm nodes (by name or `slinky.slurm.net/slurm-nodename`) or
+//! carry the label are looked at; others never cost a Slurm call (Slinky #52).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
+use kube::runtime::reflector::Store;
+use slurm_client::{Client, NodeState, NodeTracker};
+
+use crate::config::Config;
+use crate::feasible::slurm_name;
+use crate::keys;
+use crate::metrics::Metrics;
+use crate::quantity;
+
+/// How often the nodes are compared.
+const EVERY: Duration = Duration::from_secs(5);
+
+/// What to do about one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeAction {
+    /// `POST new/node` with this line.
+    Create(String),
+    /// Drain with this reason.
+    Drain(String),
+    /// Resume (undrain).
+    Resume,
+    /// Delete the Slurm node.
+    Delete,
+}
+
+/// What Slurm says of a node, as far as this module needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlurmSide {
+    /// An external node (no slurmd).
+    pub external: bool,
+    /// Drained or draining.
+    pub drain: bool,
+    /// The drain reason.
+    pub reason: Option<String>,
+    /// Running jobs (allocated CPUs).
+    pub busy: bool,
+}
+
+fn cordon_reason(node: &str) -> String {
+    format!("{}Node ({node}) was cordoned", keys::DRAIN_REASON_PREFIX)
+}
+
+fn unlabel_reason(node: &str) -> String {
+    format!(
+        "{}Node ({node}) lost the {} label",
+        keys::DRAIN_REASON_PREFIX,
+        keys::EXTERNAL_NODE_LABEL
+    )
+}
+
+/// The `new/node` line of an external node standing for `node`.
+pub fn node_conf(node: &Node, config: &Config) -> Result<String, String> {
+    let name = slurm_name(node);
+    let capacity = node
+        .status
+        .as_ref()
+        .and_then(|s| s.capacity.clone())
+        .unwrap_or_default();
+    let cpus = capacity
+        .get("cpu")
+        .map(|q| quantity::parse(&q.0))
+        .transpose()?
+        .map(|c| c.floor() as u64)
+        .filter(|c| *c > 0)
+        .ok_or_else(|| format!("node {}: status.capacity.cpu is missing", node.name_any()))?;
+    let memory_mb = capacity
+        .get("memory")
+        .map(|q| quantity::parse(&q.0))
+        .transpose()?
+        .map(|m| (m / 1048576.0).floor() as u64)
+        .unwrap_or(1);
+    let partitions = node
+        .annotations()
+        .get(keys::EXTERNAL_NODE_PARTITIONS_ANNOTATION)
+        .map(|p| {
+            p.split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| config.partition.clone());
+    // slurmctld resolves a node's name when it allocates it; the node's own address spares it a
+    // DNS lookup that, for a Kubernetes node name, usually fails slowly.
+    let address = node
+        .status
+        .as_ref()
+        .and_then(|s| s.addresses.as_ref())
+        .and_then(|a| a.iter().find(|a| a.type_ == "InternalIP"))
+        .map(|a| format!(" NodeAddr={}", a.address))
+        .unwrap_or_default();
+    Ok(format!(
+        "NodeName={name}{address} CPUs={cpus} RealMemory={memory_mb} State=EXTERNAL Feature={partitions}"
+    ))
+}
+
+/// The action for one Kubernetes node and its Slurm node (`None`: not in Slurm).
+pub fn decide(
+    node: &Node,
+    slurm: Option<&SlurmSide>,
+    config: &Config,
+) -> Option<Result<NodeAction, String>> {
+    let name = slurm_name(node);
+    let labelled = node.labels().contains_key(keys::EXTERNAL_NODE_LABEL);
+    let cordoned = node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
+    let ours = |s: &SlurmSide| {
+        s.reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with(keys::DRAIN_REASON_PREFIX))
+    };
+    match slurm {
+        None if labelled => Some(node_conf(node, config).map(NodeAction::Create)),
+        None => None,
+        Some(s) if s.external && !labelled => {
+            if !s.drain {
+                Some(Ok(NodeAction::Drain(unlabel_reason(&name))))
+            } else if !s.busy && ours(s) {
+                Some(Ok(NodeAction::Delete))
+            } else {
+                None
+            }
+        }
+        Some(s) if cordoned && !s.drain => Some(Ok(NodeAction::Drain(cordon_reason(&name)))),
+        Some(s)
+            if !cordoned
+                && s.drain
+                && s.reason.as_deref() == Some(cordon_reason(&name).as_str()) =>
+        {
+            Some(Ok(NodeAction::Resume))
+        }
+        Some(_) => None,
+    }
+}
+
+/// Compares the nodes every few seconds and applies what [`decide`] says. A failed Slurm
+/// listing skips the round: nothing is drained or deleted on a guess.
+pub async fn run(slurm: Client, config: Arc<Config>, nodes: Store<Node>, metrics: Arc<Metrics>) {
+    let mut tracker = NodeTracker::new(slurm.clone());
+    let mut tick = tokio::time::interval(EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let polled = tracker.poll().await;
+        metrics.slurm_call("list_nodes", polled.as_ref().err());
+        if let Err(e) = polled {
+            tracing::warn!(error = %e, "cannot list the Slurm nodes; no node is registered, drained or deleted this round");
+            continue;
+        }
+        let known: BTreeMap<String, SlurmSide> = tracker
+            .snapshot()
+            .map(|n| {
+                let external =
+                    n.state == NodeState::Other("EXTERNAL".into()) || n.has_flag_named("EXTERNAL");
+                (
+                    n.name.clone(),
+                    SlurmSide {
+                        external,
+                        drain: n.is_drain(),
+                        reason: n.reason.clone().filter(|r| !r.is_empty()),
+                        busy: n.cpus_allocated > 0,
+                    },
+                )
+            })
+            .collect();
+        for node in nodes.state() {
+            let name = slurm_name(&node);
+            let Some(action) = decide(&node, known.get(&name), &config) else {
+                continue;
+            };
+            let result = match action {
+                Err(e) => {
+                    tracing::warn!(node = name, error = %e, "cannot register the external node");
+                    continue;
+                }
+                Ok(NodeAction::Create(line)) => slurm.create_node(&line).await.map(drop),
+                Ok(NodeAction::Drain(reason)) => slurm.drain_node(&name, &reason).await.map(drop),
+                Ok(NodeAction::Resume) => slurm.resume_node(&name).await.map(drop),
+                Ok(NodeAction::Delete) => slurm.delete_node(&name).await.map(drop),
+            };
+            metrics.slurm_call("node_update", result.as_ref().err());
+            match result {
+                Ok(()) => tracing::info!(node = name, "updated the Slurm node"),
+                Err(e) => tracing::warn!(node = name, error = %e, "cannot update the Slurm node"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(yaml: &str) -> Node {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    fn side(external: bool, drain: bool, reason: Option<&str>, busy: bool) -> SlurmSide {
+        SlurmSide {
+            external,
+            drain,
+            reason: reason.map(String::from),
+            busy,
+        }
+    }
+
+    #[test]
+    fn labelled_node_is_registered() {
+        let n = node(
+            "metadata: {name: k1, labels: {scheduler.slinky.slurm.net/external-node: 'true'}, annotations: {scheduler.slinky.slurm.net/external-node-partitions: 'a, b'}}\nstatus: {capacity: {cpu: '4', memory: 8Gi}, addresses: [{type: InternalIP, address: 10.0.0.7}]}\n",
+        );
+        assert_eq!(
+            decide(&n, None, &Config::default()),
+            Some(Ok(NodeAction::Create(
+                "NodeName=k1 NodeAddr=10.0.0.7 CPUs=4 RealMemory=8192 State=EXTERNAL Feature=a,b"
+                    .into()
+            )))
+        );
+        // Not labelled, not in Slurm: never looked up.
+        assert_eq!(
+            decide(&node("metadata: {name: cp}\n"), None, &Config::default()),
+            None
+        );
+    }
+
+    #[test]
+    fn cordon_drains_and_uncordon_resumes_only_its_own_drain() {
+        let cordoned = node("metadata: {name: k1}\nspec: {unschedulable: true}\n");
+        let free = node("metadata: {name: k1}\n");
+        let c = Config::default();
+        assert_eq!(
+            decide(&cordoned, Some(&side(false, false, None, false)), &c),
+            Some(Ok(NodeAction::Drain(
+                "slurm-bridge: Node (k1) was cordoned".into()
+            )))
+        );
+        let ours = side(
+            false,
+            true,
+            Some("slurm-bridge: Node (k1) was cordoned"),
+            false,
+        );
+        assert_eq!(decide(&free, Some(&ours), &c), Some(Ok(NodeAction::Resume)));
+        let admins = side(false, true, Some("bad DIMM"), false);
+        assert_eq!(decide(&free, Some(&admins), &c), None);
+    }
+
+    #[test]
+    fn unlabelled_external_node_goes_once_idle() {
+        let n = node("metadata: {name: k1}\n");
+        let c = Config::default();
+        assert!(matches!(
+            decide(&n, Some(&side(true, false, None, true)), &c),
+            Some(Ok(NodeAction::Drain(_)))
+        ));
+        let draining = side(true, true, Some(&unlabel_reason("k1")), true);
+        assert_eq!(decide(&n, Some(&draining), &c), None);
+        let idle = side(true, true, Some(&unlabel_reason("k1")), false);
+        assert_eq!(decide(&n, Some(&idle), &c), Some(Ok(NodeAction::Delete)));
+        // An admin's drain of an external node is not ours to delete.
+        assert_eq!(
+            decide(&n, Some(&side(true, true, Some("maint"), false)), &c),
+            None
+        );
+    }
+}

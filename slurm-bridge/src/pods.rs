@@ -1,0 +1,144 @@
+//! Writes to pods: each one a patch or call that is safe to repeat.
+
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+
+use crate::keys;
+
+/// The field manager of the bridge's patches.
+pub const FIELD_MANAGER: &str = "slurm-bridge";
+
+fn params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    }
+}
+
+fn api(client: &Client, namespace: &str) -> Api<Pod> {
+    Api::namespaced(client.clone(), namespace)
+}
+
+/// Labels the pod with its job id and adds the finalizer (a strategic merge: the finalizer list
+/// is merged, not replaced).
+pub async fn label(client: &Client, namespace: &str, pod: &str, job_id: u32) -> kube::Result<()> {
+    let patch = json!({"metadata": {
+        "labels": {keys::JOB_ID_LABEL: job_id.to_string()},
+        "finalizers": [keys::FINALIZER],
+    }});
+    api(client, namespace)
+        .patch(pod, &params(), &Patch::Strategic(patch))
+        .await
+        .map(drop)
+}
+
+/// Records the node in the pod's annotation, then binds the pod there. A pod already bound to
+/// that node counts as done.
+pub async fn bind(client: &Client, namespace: &str, pod: &str, node: &str) -> kube::Result<()> {
+    let api = api(client, namespace);
+    let patch = json!({"metadata": {"annotations": {keys::SLURM_NODE_ANNOTATION: node}}});
+    api.patch(pod, &params(), &Patch::Merge(patch)).await?;
+    let binding = Binding {
+        metadata: ObjectMeta {
+            name: Some(pod.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            ..ObjectMeta::default()
+        },
+        target: ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: Some(node.to_owned()),
+            ..ObjectReference::default()
+        },
+    };
+    match api
+        .create_subresource::<Binding, serde_json::Value>(
+            "binding",
+            pod,
+            &PostParams::default(),
+            &binding,
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => {
+            let now = api.get(pod).await?;
+            let bound = now.spec.and_then(|s| s.node_name);
+            if bound.as_deref() == Some(node) {
+                Ok(())
+            } else {
+                Err(kube::Error::Api(e))
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes the pod gracefully; a pod already gone counts as done.
+pub async fn delete(client: &Client, namespace: &str, pod: &str) -> kube::Result<()> {
+    match api(client, namespace)
+        .delete(pod, &DeleteParams::default())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Removes the bridge's finalizer, checking that it is still where it was seen (a JSON patch
+/// with a test), so that a concurrent change of the list is never overwritten.
+pub async fn release(client: &Client, current: &Pod) -> kube::Result<()> {
+    let Some(index) = current
+        .finalizers()
+        .iter()
+        .position(|f| f == keys::FINALIZER)
+    else {
+        return Ok(());
+    };
+    let path = format!("/metadata/finalizers/{index}");
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": path, "value": keys::FINALIZER},
+        {"op": "remove", "path": path},
+    ]))
+    .expect("a valid JSON patch");
+    let namespace = current.namespace().unwrap_or_default();
+    match api(client, &namespace)
+        .patch(&current.name_any(), &params(), &Patch::<()>::Json(patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Sets the pod's `SlurmJob` condition (merged by type into `status.conditions`).
+pub async fn condition(
+    client: &Client,
+    namespace: &str,
+    pod: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+) -> kube::Result<()> {
+    let now = jiff::Timestamp::now().to_string();
+    let patch = json!({"status": {"conditions": [{
+        "type": keys::SLURM_JOB_CONDITION,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": now,
+    }]}});
+    match api(client, namespace)
+        .patch_status(pod, &params(), &Patch::Strategic(patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}

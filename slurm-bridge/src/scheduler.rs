@@ -1,0 +1,623 @@
+//! The scheduling loop: wakes on pod, node and job changes (never on a blind timer alone),
+//! gathers each woken workload's pods and job, asks [`decide`](crate::decide) what to do, and
+//! applies it. A failing workload backs off (1 s doubling to 5 min) without holding up others.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::reflector::Store;
+use kube::{Client, Resource, ResourceExt};
+use tokio::sync::mpsc;
+
+use crate::config::Config;
+use crate::decide::{self, Action, JobView, Phase, PodView};
+use crate::feasible;
+use crate::jobs::{self, JobBook, Seen};
+use crate::keys;
+use crate::metrics::Metrics;
+use crate::pods;
+use crate::roots;
+use crate::slurm_nodes::SlurmNodes;
+use crate::translate::{self, Workload};
+use crate::workload::{WorkloadKey, key_of};
+
+/// Why the loop should look at workloads again.
+#[derive(Debug)]
+pub enum Wake {
+    /// A pod of this workload changed.
+    Workload(WorkloadKey),
+    /// Nodes changed (Kubernetes or Slurm): waiting workloads may fit now.
+    Nodes,
+    /// A job of these pods (`<ns>/<name>`) changed in Slurm.
+    Pods(Vec<String>),
+}
+
+/// Everything the loop uses.
+pub struct Scheduler {
+    /// The API server.
+    pub client: Client,
+    /// slurmrestd.
+    pub slurm: slurm_client::Client,
+    /// The configuration.
+    pub config: Arc<Config>,
+    /// The bridge's jobs.
+    pub book: JobBook,
+    /// The bridge's pods (those with its scheduler name).
+    pub pods: Store<Pod>,
+    /// The Kubernetes nodes.
+    pub nodes: Store<Node>,
+    /// The Slurm node names.
+    pub slurm_nodes: SlurmNodes,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Events.
+    pub recorder: Recorder,
+}
+
+/// A workload's failure: what to tell and when to try again.
+#[derive(Debug)]
+struct Failed {
+    action: &'static str,
+    message: String,
+}
+
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+impl Scheduler {
+    /// Runs until the wake channel closes.
+    pub async fn run(self, mut wakes: mpsc::UnboundedReceiver<Wake>, tick: Duration) {
+        let mut dirty: BTreeSet<WorkloadKey> = BTreeSet::new();
+        let mut backoff: BTreeMap<WorkloadKey, (Instant, Duration)> = BTreeMap::new();
+        let mut ticker = tokio::time::interval(tick);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                wake = wakes.recv() => match wake {
+                    Some(wake) => self.wake(wake, &mut dirty),
+                    None => return,
+                },
+                _ = ticker.tick() => {
+                    dirty.extend(self.pods.state().iter().map(|p| key_of(p)));
+                    self.cancel_orphans().await;
+                    self.count_waiting();
+                }
+            }
+            while let Ok(wake) = wakes.try_recv() {
+                self.wake(wake, &mut dirty);
+            }
+            let now = Instant::now();
+            for key in std::mem::take(&mut dirty) {
+                if backoff.get(&key).is_some_and(|(at, _)| *at > now) {
+                    continue;
+                }
+                match self.process(&key).await {
+                    Ok(()) => {
+                        backoff.remove(&key);
+                    }
+                    Err(f) => {
+                        let next = backoff
+                            .get(&key)
+                            .map(|(_, d)| (*d * 2).min(MAX_BACKOFF))
+                            .unwrap_or(FIRST_BACKOFF);
+                        tracing::warn!(workload = %key, action = f.action, error = %f.message, retry_in = ?next, "workload failed");
+                        backoff.insert(key, (Instant::now() + next, next));
+                    }
+                }
+            }
+        }
+    }
+
+    fn wake(&self, wake: Wake, dirty: &mut BTreeSet<WorkloadKey>) {
+        match wake {
+            Wake::Workload(key) => {
+                dirty.insert(key);
+            }
+            Wake::Nodes => dirty.extend(
+                self.pods
+                    .state()
+                    .iter()
+                    .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none())
+                    .map(|p| key_of(p)),
+            ),
+            Wake::Pods(names) => {
+                let state = self.pods.state();
+                for name in names {
+                    if let Some(pod) = state.iter().find(|p| pod_name(p) == name) {
+                        dirty.insert(key_of(pod));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The workload's pods (sorted by name), job and gang size → actions, applied in order.
+    async fn process(&self, key: &WorkloadKey) -> Result<(), Failed> {
+        let mut members: Vec<Arc<Pod>> = self
+            .pods
+            .state()
+            .into_iter()
+            .filter(|p| key_of(p) == *key && self.managed(p))
+            .collect();
+        if members.is_empty() {
+            return Ok(());
+        }
+        members.sort_by_key(|p| p.name_any());
+        let views: Vec<PodView> = members.iter().map(|p| view(p)).collect();
+        let job = self.job_of(&views, &members);
+        // The gang size needs the root object: read it only when a submission is possible.
+        let gang = match &job {
+            JobView::None | JobView::Missing(_)
+                if views.iter().any(|v| !v.gone() && v.bound_node.is_none()) =>
+            {
+                let facts = roots::facts(&self.client, &members[0])
+                    .await
+                    .map_err(|e| Failed {
+                        action: "read_root",
+                        message: e.to_string(),
+                    })?;
+                translate::gang_size(key, &facts)
+            }
+            _ => 1,
+        };
+        let workload = decide::Workload {
+            pods: views,
+            job,
+            gang,
+        };
+        for action in decide::decide(&workload) {
+            self.apply(key, &members, action).await?;
+        }
+        Ok(())
+    }
+
+    fn managed(&self, pod: &Pod) -> bool {
+        pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref())
+            == Some(self.config.scheduler_name.as_str())
+    }
+
+    /// The workload's job: the id on its live pods' labels, else the pending or running job
+    /// whose admin_comment names one of them (a bridge stopped before it labelled them), else the
+    /// id on its ended pods (whose job may need cancelling) — unless that job ended, which then
+    /// is no job for the live pods.
+    fn job_of(&self, views: &[PodView], members: &[Arc<Pod>]) -> JobView {
+        let live_label = views
+            .iter()
+            .filter(|v| !v.gone())
+            .filter_map(|v| v.job_id)
+            .max();
+        let comment = || {
+            members
+                .iter()
+                .zip(views)
+                .filter(|(_, v)| !v.gone())
+                .filter_map(|(p, _)| self.book.active_job_of(&pod_name(p)))
+                .max()
+        };
+        let gone_label = || {
+            views
+                .iter()
+                .filter(|v| v.gone())
+                .filter_map(|v| v.job_id)
+                .max()
+        };
+        let (id, from_gone) = match live_label.or_else(comment) {
+            Some(id) => (id, false),
+            None => match gone_label() {
+                Some(id) => (id, true),
+                None => return JobView::None,
+            },
+        };
+        let Some(entry) = self.book.get(id) else {
+            self.book.track(id);
+            return JobView::Unknown;
+        };
+        match entry.seen {
+            Seen::Unread => JobView::Unknown,
+            Seen::Missing if from_gone => JobView::None,
+            Seen::Missing => JobView::Missing(id),
+            Seen::Job(job) if from_gone && job.state.is_finished() => JobView::None,
+            Seen::Job(job) => {
+                let by_slurm_name: BTreeMap<String, String> = self
+                    .nodes
+                    .state()
+                    .iter()
+                    .map(|n| (feasible::slurm_name(n), n.name_any()))
+                    .collect();
+                JobView::Known {
+                    id,
+                    reason: job.reason.clone().filter(|r| !r.is_empty() && r != "None"),
+                    nodes: jobs::job_nodes(&job)
+                        .into_iter()
+                        .map(|s| {
+                            let k8s = by_slurm_name.get(&s).cloned();
+                            (s, k8s)
+                        })
+                        .collect(),
+                    state: job.state.clone(),
+                }
+            }
+        }
+    }
+
+    async fn apply(
+        &self,
+        key: &WorkloadKey,
+        members: &[Arc<Pod>],
+        action: Action,
+    ) -> Result<(), Failed> {
+        let ns = key.namespace.as_str();
+        let pod = |name: &str| members.iter().find(|p| p.name_any() == name).cloned();
+        let kube_failed = |action: &'static str| {
+            move |e: kube::Error| {
+                self.metrics.action(action, Some("kube"));
+                Failed {
+                    action,
+                    message: e.to_string(),
+                }
+            }
+        };
+        match action {
+            Action::Submit { pods } => self.submit(key, members, &pods).await?,
+            Action::Label { pod, job_id } => {
+                pods::label(&self.client, ns, &pod, job_id)
+                    .await
+                    .map_err(kube_failed("label"))?;
+                self.metrics.action("label", None);
+            }
+            Action::Bind { pod: name, node } => {
+                pods::bind(&self.client, ns, &name, &node)
+                    .await
+                    .map_err(kube_failed("bind"))?;
+                self.metrics.action("bind", None);
+                if let Some(p) = pod(&name) {
+                    if let Some(created) = p.creation_timestamp() {
+                        let age = jiff::Timestamp::now().duration_since(created.0);
+                        self.metrics.bound_after(age.as_secs_f64().max(0.0));
+                    }
+                    let job = p
+                        .labels()
+                        .get(keys::JOB_ID_LABEL)
+                        .cloned()
+                        .unwrap_or_default();
+                    self.event(
+                        &*p,
+                        false,
+                        "Scheduled",
+                        "Bind",
+                        format!("Slurm job {job} placed the pod on {node}"),
+                    )
+                    .await;
+                }
+            }
+            Action::Cancel { job_id, why } => {
+                let result = self.slurm.cancel_job(job_id).await;
+                self.metrics.slurm_call("cancel_job", result.as_ref().err());
+                match result {
+                    Ok(_) => {}
+                    // Already ended or gone: what a cancel wants.
+                    Err(slurm_client::Error::NotFound { .. }) => {}
+                    Err(e)
+                        if e.to_string().contains("already completing")
+                            || e.to_string().contains("already done") => {}
+                    Err(e) => {
+                        return Err(Failed {
+                            action: "cancel",
+                            message: e.to_string(),
+                        });
+                    }
+                }
+                tracing::info!(job = job_id, %why, workload = %key, "cancelled the Slurm job");
+                if let Some(p) = members.first() {
+                    self.event(
+                        &**p,
+                        false,
+                        "JobCancelled",
+                        "Cancel",
+                        format!("cancelled Slurm job {job_id}: {why}"),
+                    )
+                    .await;
+                }
+                let _ = self.book.refresh(&self.slurm, job_id).await;
+                self.metrics.action("cancel", None);
+            }
+            Action::Delete { pod: name, why } => {
+                if let Some(p) = pod(&name) {
+                    self.event(&*p, true, "SlurmJobEnded", "Delete", why.clone())
+                        .await;
+                }
+                tracing::info!(pod = %format!("{ns}/{name}"), %why, "deleting the pod");
+                pods::delete(&self.client, ns, &name)
+                    .await
+                    .map_err(kube_failed("delete"))?;
+                self.metrics.action("delete", None);
+            }
+            Action::Release { pod: name } => {
+                if let Some(p) = pod(&name) {
+                    pods::release(&self.client, &p)
+                        .await
+                        .map_err(kube_failed("release"))?;
+                    self.metrics.action("release", None);
+                }
+            }
+            Action::Condition {
+                pod: name,
+                status,
+                reason,
+                message,
+            } => {
+                pods::condition(&self.client, ns, &name, &status, &reason, &message)
+                    .await
+                    .map_err(kube_failed("condition"))?;
+                if let Some(p) = pod(&name)
+                    && status == "False"
+                {
+                    self.event(&*p, false, &reason, "Schedule", message).await;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds and submits the job, records it, labels the pods, and reads the job at once (an
+    /// external job that fits starts within the submission, so the pods bind right away).
+    async fn submit(
+        &self,
+        key: &WorkloadKey,
+        members: &[Arc<Pod>],
+        names: &[String],
+    ) -> Result<(), Failed> {
+        let pods: Vec<&Pod> = members
+            .iter()
+            .filter(|p| names.contains(&p.name_any()))
+            .map(|p| &**p)
+            .collect();
+        let Some(slurm_nodes) = self.slurm_nodes.names() else {
+            return Err(Failed {
+                action: "submit",
+                message: "the Slurm node list has not been read yet".into(),
+            });
+        };
+        let root = roots::facts(&self.client, pods[0])
+            .await
+            .map_err(|e| Failed {
+                action: "read_root",
+                message: e.to_string(),
+            })?;
+        let nodes: Vec<Node> = self.nodes.state().iter().map(|n| (**n).clone()).collect();
+        let mut pods_on: BTreeMap<String, usize> = BTreeMap::new();
+        for p in self.pods.state() {
+            if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone())
+                && !view(&p).gone()
+            {
+                *pods_on.entry(node).or_default() += 1;
+            }
+        }
+        let excluded = feasible::excluded_nodes(&pods, &nodes, &slurm_nodes, &pods_on);
+        let usable = slurm_nodes.len() - excluded.len();
+        if usable < pods.len() {
+            let message = format!(
+                "Kubernetes allows {usable} of the {} Slurm node(s) for this workload; it needs {}",
+                slurm_nodes.len(),
+                pods.len()
+            );
+            for p in &pods {
+                self.set_condition(p, "Unschedulable", &message).await;
+            }
+            return Err(Failed {
+                action: "submit",
+                message,
+            });
+        }
+        let submission = translate::submission(
+            Workload {
+                key,
+                pods: &pods,
+                root: &root,
+            },
+            &self.config,
+            excluded,
+        );
+        let submission = match submission {
+            Ok(s) => s,
+            Err(invalid) => {
+                let message = format!("cannot make a Slurm job: {invalid}");
+                for p in &pods {
+                    self.set_condition(p, "InvalidJob", &message).await;
+                }
+                return Err(Failed {
+                    action: "submit",
+                    message,
+                });
+            }
+        };
+        let result = self.slurm.submit_job(&submission).await;
+        self.metrics.slurm_call("submit_job", result.as_ref().err());
+        let id = match result {
+            Ok(submitted) => submitted.into_value().job_id,
+            Err(e) => {
+                let message = format!("Slurm refused the job: {e}");
+                for p in &pods {
+                    self.set_condition(p, "SubmitFailed", &message).await;
+                }
+                self.metrics.action("submit", Some(e.label()));
+                return Err(Failed {
+                    action: "submit",
+                    message,
+                });
+            }
+        };
+        self.metrics.action("submit", None);
+        tracing::info!(job = id, workload = %key, pods = pods.len(), "submitted");
+        let pod_names = jobs::sorted(pods.iter().map(|p| pod_name(p)));
+        self.book.insert(id, pod_names, Seen::Unread);
+        for p in &pods {
+            pods::label(&self.client, &key.namespace, &p.name_any(), id)
+                .await
+                .map_err(|e| Failed {
+                    action: "label",
+                    message: e.to_string(),
+                })?;
+            self.event(
+                *p,
+                false,
+                "Submitted",
+                "Submit",
+                format!("Slurm job {id} stands for this pod"),
+            )
+            .await;
+        }
+        let read = self.book.refresh(&self.slurm, id).await;
+        self.metrics.slurm_call("get_job", read.as_ref().err());
+        // Act on the first reading now instead of waiting for the follower's next poll. The
+        // store may not show the labels yet, so the pods' views get them here.
+        if read.is_ok() {
+            let mut views: Vec<PodView> = members.iter().map(|p| view(p)).collect();
+            for v in views.iter_mut().filter(|v| names.contains(&v.name)) {
+                v.job_id = Some(id);
+                v.finalizer = true;
+            }
+            let job = self.job_of(&views, members);
+            let workload = decide::Workload {
+                pods: views,
+                job,
+                gang: 1,
+            };
+            for action in decide::decide(&workload) {
+                if matches!(action, Action::Bind { .. } | Action::Condition { .. }) {
+                    Box::pin(self.apply(key, members, action)).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn set_condition(&self, pod: &Pod, reason: &str, message: &str) {
+        let current = view(pod).condition;
+        if current
+            .as_ref()
+            .map(|(s, r, m)| (s.as_str(), r.as_str(), m.as_str()))
+            == Some(("False", reason, message))
+        {
+            return;
+        }
+        let ns = pod.namespace().unwrap_or_default();
+        if let Err(e) =
+            pods::condition(&self.client, &ns, &pod.name_any(), "False", reason, message).await
+        {
+            tracing::warn!(error = %e, "cannot set the pod's condition");
+        }
+        self.event(pod, true, reason, "Submit", message.to_owned())
+            .await;
+    }
+
+    /// Cancels active bridge jobs none of whose pods exists any more (their pods were deleted
+    /// while the bridge was away, or their finalizer was removed by hand).
+    async fn cancel_orphans(&self) {
+        let existing: BTreeSet<String> = self.pods.state().iter().map(|p| pod_name(p)).collect();
+        for (id, pods) in self.book.active() {
+            if pods.is_empty() || pods.iter().any(|p| existing.contains(p)) {
+                continue;
+            }
+            let result = self.slurm.cancel_job(id).await;
+            self.metrics.slurm_call("cancel_job", result.as_ref().err());
+            match result {
+                Ok(_) => {
+                    tracing::info!(job = id, pods = ?pods, "cancelled an orphan job: none of its pods exists");
+                    self.metrics.action("cancel_orphan", None);
+                }
+                Err(e) => tracing::warn!(job = id, error = %e, "cannot cancel an orphan job"),
+            }
+            let _ = self.book.refresh(&self.slurm, id).await;
+        }
+    }
+
+    fn count_waiting(&self) {
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        for p in self.pods.state() {
+            let v = view(&p);
+            if v.bound_node.is_none() && !v.gone() {
+                let reason = v
+                    .condition
+                    .map(|(_, r, _)| r)
+                    .unwrap_or_else(|| "NoJob".into());
+                *counts.entry(reason).or_default() += 1;
+            }
+        }
+        self.metrics
+            .set_waiting(&counts.into_iter().collect::<Vec<_>>());
+    }
+
+    async fn event<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.into(),
+            note: Some(note),
+            action: action.into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&event, &obj.object_ref(&())).await {
+            tracing::debug!(error = %e, reason, "cannot publish an event");
+        }
+    }
+}
+
+/// `<namespace>/<name>`.
+pub fn pod_name(pod: &Pod) -> String {
+    format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any())
+}
+
+/// What the decisions need of `pod`.
+pub fn view(pod: &Pod) -> PodView {
+    let spec = pod.spec.as_ref();
+    let status = pod.status.as_ref();
+    let phase = match status.and_then(|s| s.phase.as_deref()) {
+        Some("Succeeded" | "Failed") => Phase::Ended,
+        Some("Running") => Phase::Running,
+        _ => Phase::Pending,
+    };
+    let deleting = pod.metadata.deletion_timestamp.as_ref().map(|t| {
+        let since = jiff::Timestamp::now().duration_since(t.0).as_secs();
+        // deletionTimestamp is already "now + grace" when the deletion was asked for.
+        let grace = pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
+        (since + grace, grace)
+    });
+    PodView {
+        name: pod.name_any(),
+        job_id: pod
+            .labels()
+            .get(keys::JOB_ID_LABEL)
+            .and_then(|v| v.parse().ok()),
+        assigned_node: pod.annotations().get(keys::SLURM_NODE_ANNOTATION).cloned(),
+        bound_node: spec
+            .and_then(|s| s.node_name.clone())
+            .filter(|n| !n.is_empty()),
+        phase,
+        deleting,
+        finalizer: pod.finalizers().iter().any(|f| f == keys::FINALIZER),
+        condition: status
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == keys::SLURM_JOB_CONDITION))
+            .map(|c| {
+                (
+                    c.status.clone(),
+                    c.reason.clone().unwrap_or_default(),
+                    c.message.clone().unwrap_or_default(),
+                )
+            }),
+    }
+}

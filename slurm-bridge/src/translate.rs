@@ -1,0 +1,249 @@
+//! A workload (its pods and root object) → the placeholder Slurm job that stands for it.
+//!
+//! The job is an external job (`EXTERNAL_JOB`: Slurm allocates and accounts, launches
+//! nothing); its `admin_comment` `{"pods":["<ns>/<name>",…]}` links it to its pods, which is how
+//! a restarted bridge finds its jobs again.
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use serde::{Deserialize, Serialize};
+use slurm_client::JobSubmission;
+
+use crate::annotations::{self, Invalid};
+use crate::config::Config;
+use crate::resources::{self, PodNeeds};
+use crate::workload::{Group, RootFacts, WorkloadKey};
+
+/// Everything [`submission`] needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Workload<'a> {
+    /// Which workload.
+    pub key: &'a WorkloadKey,
+    /// Its pods, sorted by name.
+    pub pods: &'a [&'a Pod],
+    /// Its root object's facts (annotations, deadlines, gang size).
+    pub root: &'a RootFacts,
+}
+
+/// The `admin_comment` linking a job to its pods.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdminComment {
+    /// `<namespace>/<name>` of each pod, sorted.
+    pub pods: Vec<String>,
+}
+
+impl AdminComment {
+    /// The comment of a job for `pods`.
+    pub fn new(pods: &[&Pod]) -> AdminComment {
+        let mut pods: Vec<String> = pods
+            .iter()
+            .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
+            .collect();
+        pods.sort();
+        AdminComment { pods }
+    }
+
+    /// The comment of a bridge job, or `None` for any other text.
+    pub fn parse(text: &str) -> Option<AdminComment> {
+        serde_json::from_str(text).ok()
+    }
+
+    /// As Slurm stores it.
+    pub fn to_text(&self) -> String {
+        serde_json::to_string(self).expect("strings serialize")
+    }
+}
+
+/// How many pods a gang needs before its job is submitted: a PodGroup's `minMember`, a
+/// LeaderWorkerSet group's size, one otherwise.
+pub fn gang_size(key: &WorkloadKey, root: &RootFacts) -> usize {
+    match key.group {
+        Group::Pod => 1,
+        Group::PodGroup => root.min_member.unwrap_or(1).max(1) as usize,
+        Group::LeaderWorkerSet => root.group_size.unwrap_or(1).max(1) as usize,
+    }
+}
+
+/// The job for `workload`, not using `excluded_nodes` (Slurm names of nodes Kubernetes cannot
+/// use for it). Precedence: the config's defaults, then what the pods ask for, then the
+/// annotations (the pods', then the root object's).
+pub fn submission(
+    workload: Workload<'_>,
+    config: &Config,
+    excluded_nodes: Vec<String>,
+) -> Result<JobSubmission, Invalid> {
+    let pod_annotations: Vec<_> = workload.pods.iter().map(|p| p.annotations()).collect();
+    let mut layers: Vec<_> = pod_annotations;
+    layers.push(&workload.root.annotations);
+    let fields = annotations::job_fields(&layers)?;
+
+    let mut needs = PodNeeds::default();
+    for pod in workload.pods {
+        let pod_needs = resources::pod_needs(pod).map_err(|message| Invalid {
+            field: format!("pod {}", pod.name_any()),
+            message,
+        })?;
+        needs.cpus = needs.cpus.max(pod_needs.cpus);
+        needs.memory_mb = needs.memory_mb.max(pod_needs.memory_mb);
+        needs.gpus = needs.gpus.max(pod_needs.gpus);
+    }
+    let pods = workload.pods.len().max(1) as u32;
+    let time_limit = fields.time_limit_minutes.or_else(|| {
+        workload
+            .root
+            .active_deadline_seconds
+            .filter(|s| *s > 0)
+            .map(|s| ((s + 59) / 60).min(i64::from(u32::MAX)) as u32)
+    });
+    let gres = match (&fields.gres, needs.gpus) {
+        (Some(gres), _) if gres.starts_with("gres/") => Some(gres.clone()),
+        (Some(gres), _) => Some(format!("gres/{gres}")),
+        (None, 0) => None,
+        (None, n) => Some(format!("gres/gpu={n}")),
+    };
+
+    Ok(JobSubmission {
+        external: true,
+        name: Some(fields.job_name.unwrap_or_else(|| workload.key.name.clone())),
+        partition: Some(fields.partition.unwrap_or_else(|| config.partition.clone())),
+        account: fields.account,
+        qos: fields.qos,
+        reservation: fields.reservation,
+        constraints: fields.constraints,
+        licenses: fields.licenses,
+        wckey: fields.wckey,
+        priority: fields.priority,
+        user_id: fields.user_id,
+        group_id: fields.group_id,
+        time_limit_minutes: time_limit,
+        cpus_per_task: fields
+            .cpus_per_task
+            .or((needs.cpus > 0).then_some(needs.cpus)),
+        memory_per_node_mb: fields
+            .memory_per_node_mb
+            .or((needs.memory_mb > 0).then_some(needs.memory_mb)),
+        tres_per_node: gres,
+        // One pod per node: Slurm hands out one node per pod of the gang.
+        min_nodes: Some(fields.min_nodes.unwrap_or(pods)),
+        max_nodes: Some(fields.max_nodes.unwrap_or(pods)),
+        tasks_per_node: Some(1),
+        exclusive: fields.exclusive.unwrap_or(config.exclusive),
+        mcs_label: Some(config.mcs_label.clone()).filter(|l| !l.is_empty()),
+        admin_comment: Some(AdminComment::new(workload.pods).to_text()),
+        excluded_nodes,
+        working_directory: Some("/tmp".into()),
+        ..JobSubmission::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::workload::key_of;
+
+    fn pod(yaml: &str) -> Pod {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn bare_pod() {
+        let p = pod(
+            "metadata: {name: a, namespace: ns, annotations: {slurmjob.slinky.slurm.net/job-name: hello, slurmjob.slinky.slurm.net/exclusive: 'false'}}\nspec:\n  containers:\n  - {name: c, resources: {requests: {cpu: '1', memory: 64Mi}}}\n",
+        );
+        let key = key_of(&p);
+        let root = RootFacts::default();
+        let pods = [&p];
+        let job = submission(
+            Workload {
+                key: &key,
+                pods: &pods,
+                root: &root,
+            },
+            &Config::default(),
+            vec!["n9".into()],
+        )
+        .unwrap();
+        assert!(job.external);
+        assert_eq!(job.name.as_deref(), Some("hello"));
+        assert_eq!(job.partition.as_deref(), Some("slurm-bridge"));
+        assert_eq!(job.cpus_per_task, Some(1));
+        assert_eq!(job.memory_per_node_mb, Some(64));
+        assert_eq!((job.min_nodes, job.max_nodes), (Some(1), Some(1)));
+        assert!(!job.exclusive);
+        assert_eq!(job.mcs_label.as_deref(), Some("kubernetes"));
+        assert_eq!(job.admin_comment.as_deref(), Some(r#"{"pods":["ns/a"]}"#));
+        assert_eq!(job.excluded_nodes, ["n9"]);
+        assert_eq!(
+            AdminComment::parse(job.admin_comment.as_deref().unwrap())
+                .unwrap()
+                .pods,
+            ["ns/a"]
+        );
+    }
+
+    #[test]
+    fn gang_and_job_deadline() {
+        let a = pod(
+            "metadata: {name: b, namespace: ns, labels: {scheduling.x-k8s.io/pod-group: pg}}\nspec:\n  containers:\n  - {name: c, resources: {requests: {cpu: '3', nvidia.com/gpu: '2'}, limits: {nvidia.com/gpu: '2'}}}\n",
+        );
+        let b = pod(
+            "metadata: {name: a, namespace: ns, labels: {scheduling.x-k8s.io/pod-group: pg}}\nspec:\n  containers:\n  - {name: c, resources: {requests: {cpu: '2'}}}\n",
+        );
+        let key = key_of(&a);
+        let root = RootFacts {
+            annotations: BTreeMap::from([(
+                "slurmjob.slinky.slurm.net/account".into(),
+                "physics".into(),
+            )]),
+            active_deadline_seconds: Some(61),
+            min_member: Some(2),
+            group_size: None,
+        };
+        assert_eq!(gang_size(&key, &root), 2);
+        let pods = [&b, &a];
+        let job = submission(
+            Workload {
+                key: &key,
+                pods: &pods,
+                root: &root,
+            },
+            &Config::default(),
+            vec![],
+        )
+        .unwrap();
+        assert_eq!(job.name.as_deref(), Some("pg"));
+        assert_eq!((job.min_nodes, job.max_nodes), (Some(2), Some(2)));
+        assert_eq!(job.cpus_per_task, Some(3));
+        assert_eq!(job.tres_per_node.as_deref(), Some("gres/gpu=2"));
+        assert_eq!(job.time_limit_minutes, Some(2));
+        assert_eq!(job.account.as_deref(), Some("physics"));
+        assert!(job.exclusive);
+        assert_eq!(
+            job.admin_comment.as_deref(),
+            Some(r#"{"pods":["ns/a","ns/b"]}"#)
+        );
+    }
+
+    #[test]
+    fn bad_annotation_is_named() {
+        let p = pod(
+            "metadata: {name: a, namespace: ns, annotations: {slurmjob.slinky.slurm.net/timelimit: soon}}\n",
+        );
+        let key = key_of(&p);
+        let root = RootFacts::default();
+        let pods = [&p];
+        let err = submission(
+            Workload {
+                key: &key,
+                pods: &pods,
+                root: &root,
+            },
+            &Config::default(),
+            vec![],
+        )
+        .unwrap_err();
+        assert_eq!(err.field, "slurmjob.slinky.slurm.net/timelimit");
+    }
+}

@@ -1,0 +1,203 @@
+//! The bridge on the test ground against a real Slurm 26.05 (slurmctld and slurmrestd in pods,
+//! external nodes for the ground's nodes): pods are placed by Slurm, bound where their job runs,
+//! packed by their requests, ended with their job, and nothing is deleted while slurmrestd is
+//! away or after the bridge restarts.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use common::{IMAGE, SCHEDULER, TestEnv, eventually};
+use slurm_client::{JobQuery, JobState, NodeQuery};
+
+fn pod(name: &str, annotations: &str, node_selector: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  annotations: {{{annotations}}}
+spec:
+  schedulerName: {SCHEDULER}
+  terminationGracePeriodSeconds: 1
+  nodeSelector: {{{node_selector}}}
+  containers:
+  - name: main
+    image: {IMAGE}
+    command: [sleep, "3600"]
+    resources:
+      requests: {{cpu: "1", memory: 64Mi}}
+"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slurm_places_pods() {
+    let mut env = TestEnv::new("bridge");
+    let slurm = env.slurm();
+    env.label_nodes();
+    env.start_bridge("exclusive: false\n");
+    let wanted: BTreeSet<String> = env.nodes.iter().cloned().collect();
+    eventually(
+        "the ground's nodes as Slurm external nodes",
+        Duration::from_secs(60),
+        || async {
+            let nodes = slurm
+                .list_nodes(&NodeQuery::default())
+                .await
+                .ok()?
+                .into_value()
+                .nodes;
+            let names: BTreeSet<String> = nodes.into_iter().map(|n| n.name).collect();
+            wanted.is_subset(&names).then_some(())
+        },
+    )
+    .await;
+
+    // A bare pod: its job runs where the pod is bound, with the annotations' fields.
+    env.apply(&pod(
+        "hello",
+        "slurmjob.slinky.slurm.net/job-name: hello-bridge, slurmjob.slinky.slurm.net/timelimit: '10'",
+        "",
+    ));
+    env.wait_for(
+        "pod/hello",
+        "{.status.phase}",
+        Duration::from_secs(60),
+        |p| p == "Running",
+    );
+    let node = env.get("pod/hello", "{.spec.nodeName}");
+    let id: u32 = env
+        .get(
+            "pod/hello",
+            "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}",
+        )
+        .parse()
+        .expect("the pod carries its job id");
+    let job = slurm.get_job(id).await.unwrap().into_value();
+    assert_eq!(job.state, JobState::Running, "{job:?}");
+    assert_eq!(job.nodes.as_deref(), Some(node.as_str()));
+    assert_eq!(job.name, "hello-bridge");
+    assert!(job.is_external(), "{job:?}");
+    assert_eq!(
+        job.admin_comment.as_deref(),
+        Some(format!(r#"{{"pods":["{}/hello"]}}"#, env.ns.name).as_str())
+    );
+    assert_eq!(
+        env.get(
+            "pod/hello",
+            "{.metadata.annotations.slinky\\.slurm\\.net/slurm-node}"
+        ),
+        node
+    );
+
+    // The pod ends: its job ends, and the finalizer lets the pod go.
+    env.ground_delete("pod/hello");
+    eventually("hello's job to end", Duration::from_secs(30), || async {
+        let job = slurm.get_job(id).await.ok()?.into_value();
+        job.state.is_finished().then_some(())
+    })
+    .await;
+
+    // Packing: four 1-CPU pods that Kubernetes allows on one 4-CPU node share it.
+    let target = env.nodes[0].clone();
+    for i in 0..4 {
+        env.apply(&pod(
+            &format!("pack-{i}"),
+            "",
+            &format!("kubernetes.io/hostname: {target}"),
+        ));
+    }
+    for i in 0..4 {
+        env.wait_for(
+            &format!("pod/pack-{i}"),
+            "{.status.phase}",
+            Duration::from_secs(60),
+            |p| p == "Running",
+        );
+        assert_eq!(
+            env.get(&format!("pod/pack-{i}"), "{.spec.nodeName}"),
+            target
+        );
+    }
+    let ids: Vec<u32> = (0..4)
+        .map(|i| {
+            env.get(
+                &format!("pod/pack-{i}"),
+                "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}",
+            )
+            .parse()
+            .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        ids.iter().collect::<BTreeSet<_>>().len(),
+        4,
+        "one job per pod: {ids:?}"
+    );
+    for id in &ids {
+        let job = slurm.get_job(*id).await.unwrap().into_value();
+        assert_eq!(
+            (job.state, job.nodes.as_deref()),
+            (JobState::Running, Some(target.as_str()))
+        );
+    }
+
+    // scancel ends the pod of the job.
+    slurm.cancel_job(ids[0]).await.unwrap();
+    env.wait_for(
+        "pods",
+        "{.items[*].metadata.name}",
+        Duration::from_secs(30),
+        |names| !names.split_whitespace().any(|n| n == "pack-0"),
+    );
+
+    // slurmrestd away for a while: nothing is deleted.
+    env.scale_restapi(0);
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    for i in 1..4 {
+        let name = format!("pod/pack-{i}");
+        assert_eq!(
+            env.get(&name, "{.status.phase}"),
+            "Running",
+            "{}",
+            env.bridge_log()
+        );
+        assert_eq!(
+            env.get(&name, "{.metadata.deletionTimestamp}"),
+            "",
+            "{name} was deleted while slurmrestd was away"
+        );
+    }
+    env.scale_restapi(1);
+
+    // A restarted bridge finds its jobs again: no second job for any pod, and new pods still run.
+    env.bridge().restart();
+    env.apply(&pod("after-restart", "", ""));
+    env.wait_for(
+        "pod/after-restart",
+        "{.status.phase}",
+        Duration::from_secs(90),
+        |p| p == "Running",
+    );
+    let jobs = slurm
+        .list_jobs(&JobQuery::default())
+        .await
+        .unwrap()
+        .into_value()
+        .jobs;
+    for i in 1..4 {
+        let needle = format!("{}/pack-{i}\"", env.ns.name);
+        let count = jobs
+            .iter()
+            .filter(|j| !j.state.is_finished())
+            .filter(|j| {
+                j.admin_comment
+                    .as_deref()
+                    .is_some_and(|c| c.contains(&needle))
+            })
+            .count();
+        assert_eq!(count, 1, "pack-{i} has {count} live jobs");
+    }
+}

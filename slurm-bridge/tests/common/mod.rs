@@ -1,0 +1,315 @@
+//! What the bridge's tests on the test ground share: a namespace holding a Slurm 26.05 cluster
+//! (slurmctld and slurmrestd in pods, `manifests/slurm.yaml`), the ground's nodes labelled as
+//! Slurm external nodes, the bridge started inside the ground as if it ran in a pod, and a
+//! `slurm_client` reaching slurmrestd through a forwarded port. The tests fail, never skip, when
+//! the ground is not up.
+
+#![allow(dead_code)] // each test binary uses a part
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use secrecy::ExposeSecret as _;
+use slurm_client::{JwtClaims, StaticToken};
+use test_support::ground::{Ground, InsideProcess, Namespace, forward_into_ground};
+
+/// The bridge, built by cargo for the integration tests.
+pub const BRIDGE: &str = env!("CARGO_BIN_EXE_slurm-bridge");
+/// The busybox image of the ground's pods.
+pub const IMAGE: &str = "localhost/slurm-dev/toolbox:latest";
+/// The scheduler name.
+pub const SCHEDULER: &str = "slurm-bridge-scheduler";
+/// The label that makes a Kubernetes node a Slurm external node.
+pub const EXTERNAL: &str = "scheduler.slinky.slurm.net/external-node";
+
+pub fn ground() -> &'static Ground {
+    Ground::shared()
+}
+
+/// One test's Slurm cluster and bridge. Dropping it deletes the pods while the bridge still
+/// runs (so their finalizers are released), stops the bridge, unlabels the nodes and deletes
+/// the namespace.
+pub struct TestEnv {
+    bridge: Option<InsideProcess>,
+    pub ns: Namespace<'static>,
+    jwt_key: String,
+    dir: PathBuf,
+    pub nodes: Vec<String>,
+}
+
+impl TestEnv {
+    /// Namespace `<prefix>-<pid>` with the key Secrets and the Slurm cluster, up and answering.
+    pub fn new(prefix: &str) -> TestEnv {
+        let g = ground();
+        let ns = g.namespace(prefix);
+        let slurm_key = random_key();
+        let jwt_key = random_key();
+        for (name, key, value) in [
+            ("slurm-auth-slurm", "slurm.key", &slurm_key),
+            ("slurm-auth-jwt", "jwt.key", &jwt_key),
+        ] {
+            let value = base64::engine::general_purpose::STANDARD.encode(value);
+            g.apply(
+                &ns.name,
+                &format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\nimmutable: true\ndata:\n  {key}: {value}\n"),
+            );
+        }
+        let manifest = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/manifests/slurm.yaml"
+        ))
+        .unwrap()
+        .replace("NAMESPACE", &ns.name);
+        g.apply(&ns.name, &manifest);
+        let dir = std::env::temp_dir().join(format!("bridge-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let nodes: Vec<String> = g
+            .ok(&["get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"])
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        assert!(!nodes.is_empty(), "the ground has no nodes");
+        let env = TestEnv {
+            bridge: None,
+            ns,
+            jwt_key,
+            dir,
+            nodes,
+        };
+        env.wait_for(
+            "pod/slurm-controller-0",
+            "{.status.conditions[?(@.type==\"Ready\")].status}",
+            Duration::from_secs(180),
+            |s| s == "True",
+        );
+        env.wait_for(
+            "deployment/slurm-restapi",
+            "{.status.readyReplicas}",
+            Duration::from_secs(180),
+            |s| s == "1",
+        );
+        env
+    }
+
+    /// A JWT for user `slurm`, valid for an hour.
+    pub fn token(&self) -> String {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let claims = JwtClaims {
+            exp: now + 3600,
+            iat: now,
+            sun: "slurm".into(),
+            nbf: None,
+            iss: None,
+            jti: None,
+        };
+        slurm_client::mint_hs256(self.jwt_key.as_bytes(), &claims)
+            .expose_secret()
+            .to_owned()
+    }
+
+    /// slurmrestd's Service, as the bridge inside the ground reaches it.
+    pub fn restapi_url(&self) -> String {
+        format!(
+            "http://slurm-restapi.{}.svc.cluster.local:6820",
+            self.ns.name
+        )
+    }
+
+    /// A client for slurmrestd, from the host (through a forwarded port).
+    pub fn slurm(&self) -> slurm_client::Client {
+        let ip = ground().get(&self.ns.name, "service/slurm-restapi", "{.spec.clusterIP}");
+        let local = forward_into_ground(format!("{ip}:6820").parse().unwrap());
+        slurm_client::ClientBuilder::new(format!("http://{local}"))
+            .token(StaticToken::new(self.token()))
+            .build()
+            .unwrap()
+    }
+
+    /// Labels every ground node as a Slurm external node.
+    pub fn label_nodes(&self) {
+        for node in &self.nodes {
+            ground().ok(&[
+                "label",
+                "node",
+                node,
+                &format!("{EXTERNAL}=true"),
+                "--overwrite",
+            ]);
+        }
+    }
+
+    /// Starts (or restarts) the bridge with a config for this namespace.
+    pub fn start_bridge(&mut self, extra_config: &str) -> &mut InsideProcess {
+        if let Some(mut old) = self.bridge.take() {
+            old.kill();
+        }
+        let config = self.dir.join("config.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "schedulerName: {SCHEDULER}\nslurmRestApi: {}\nmanagedNamespaces: [{}]\npartition: slurm-bridge\n{extra_config}",
+                self.restapi_url(),
+                self.ns.name
+            ),
+        )
+        .unwrap();
+        let token = self.dir.join("auth-token");
+        std::fs::write(&token, self.token()).unwrap();
+        let log = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
+        let args = [
+            "--config",
+            config.to_str().unwrap(),
+            "--slurm-jwt-file",
+            token.to_str().unwrap(),
+            "--health-addr",
+            "0",
+            "--metrics-addr",
+            "127.0.0.1:18080",
+            "--webhook-addr",
+            "0",
+        ];
+        let process = ground().spawn_inside(BRIDGE, &args, &[("RUST_LOG", &log)]);
+        self.bridge.insert(process)
+    }
+
+    pub fn bridge(&mut self) -> &mut InsideProcess {
+        self.bridge.as_mut().expect("start_bridge first")
+    }
+
+    /// Applies a manifest in the namespace.
+    pub fn apply(&self, yaml: &str) {
+        ground().apply(&self.ns.name, yaml);
+    }
+
+    /// Waits until `check` holds for a jsonpath of an object; panics after `limit` showing the
+    /// object's value and the bridge's log.
+    pub fn wait_for(
+        &self,
+        what: &str,
+        jsonpath: &str,
+        limit: Duration,
+        check: impl Fn(&str) -> bool,
+    ) -> String {
+        let wait = || ground().wait_for(&self.ns.name, what, jsonpath, limit, check);
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(wait)) {
+            Ok(v) => v,
+            Err(panic) => {
+                if let Some(b) = &self.bridge {
+                    eprintln!("bridge log ({}):\n{}", b.log_path().display(), b.log());
+                }
+                std::panic::resume_unwind(panic)
+            }
+        }
+    }
+
+    pub fn get(&self, what: &str, jsonpath: &str) -> String {
+        ground().get(&self.ns.name, what, jsonpath)
+    }
+
+    /// The bridge's log so far.
+    pub fn bridge_log(&self) -> String {
+        self.bridge.as_ref().map(|b| b.log()).unwrap_or_default()
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        let g = ground();
+        let _ = g.kubectl(
+            &[
+                "delete",
+                "pods",
+                "--all",
+                "-n",
+                &self.ns.name,
+                "--wait=true",
+                "--timeout=60s",
+            ],
+            None,
+        );
+        if let Some(mut b) = self.bridge.take() {
+            b.kill();
+        }
+        for node in &self.nodes {
+            let _ = g.kubectl(&["label", "node", node, &format!("{EXTERNAL}-")], None);
+        }
+    }
+}
+
+/// Polls `check` every 200 ms until it gives `Some`, panicking with `what` after `limit`.
+pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// 1024 random alphanumeric characters, as the chart's `randAlphaNum 1024`.
+fn random_key() -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut raw = [0u8; 1024];
+    std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom").unwrap(), &mut raw).unwrap();
+    raw.iter()
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect()
+}
+
+impl TestEnv {
+    /// `kubectl delete <what>` in the namespace, waiting until it is gone.
+    pub fn ground_delete(&self, what: &str) {
+        let out = ground().kubectl(
+            &[
+                "delete",
+                "-n",
+                &self.ns.name,
+                what,
+                "--wait=true",
+                "--timeout=60s",
+            ],
+            None,
+        );
+        assert!(
+            out.status.success(),
+            "deleting {what}: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.bridge_log()
+        );
+    }
+
+    /// Scales slurmrestd's Deployment and waits for the count of ready replicas.
+    pub fn scale_restapi(&self, replicas: u32) {
+        ground().ok(&[
+            "scale",
+            "-n",
+            &self.ns.name,
+            "deployment/slurm-restapi",
+            &format!("--replicas={replicas}"),
+        ]);
+        let want = if replicas == 0 {
+            String::new()
+        } else {
+            replicas.to_string()
+        };
+        self.wait_for(
+            "deployment/slurm-restapi",
+            "{.status.readyReplicas}",
+            Duration::from_secs(120),
+            |r| r == want || (replicas == 0 && r == "0"),
+        );
+    }
+}
