@@ -148,3 +148,76 @@ impl Hooks {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn hooks() -> Hooks {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        Hooks {
+            client: kube::Client::try_from(config).unwrap(),
+            config: Arc::new(Config::default()),
+        }
+    }
+
+    fn review(namespace: &str, operation: &str, pod: Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "1",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "name": "p",
+                "namespace": namespace,
+                "operation": operation,
+                "userInfo": {},
+                "object": pod,
+            }
+        }))
+        .unwrap()
+    }
+
+    fn answer(review: AdmissionReview<DynamicObject>) -> Value {
+        serde_json::to_value(review).unwrap()["response"].clone()
+    }
+
+    #[tokio::test]
+    async fn managed_pods_are_handed_over_and_others_left_alone() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}});
+        let r = answer(
+            hooks()
+                .review(&review("slurm-bridge", "CREATE", pod.clone()), true)
+                .await,
+        );
+        assert_eq!(r["allowed"], true);
+        assert_eq!(r["patchType"], "JSONPatch");
+        let r = answer(
+            hooks()
+                .review(&review("default", "CREATE", pod), true)
+                .await,
+        );
+        assert_eq!(r["allowed"], true);
+        assert!(r.get("patch").is_none() || r["patch"].is_null(), "{r}");
+    }
+
+    #[tokio::test]
+    async fn a_bad_annotation_is_refused_naming_it() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "annotations": {"slurmjob.slinky.slurm.net/timelimit": "1h"}},
+            "spec": {"containers": [], "schedulerName": "slurm-bridge-scheduler"}});
+        let r = answer(
+            hooks()
+                .review(&review("slurm-bridge", "CREATE", pod), false)
+                .await,
+        );
+        assert_eq!(r["allowed"], false);
+        let message = r["status"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("slurmjob.slinky.slurm.net/timelimit"),
+            "{message}"
+        );
+    }
+}
