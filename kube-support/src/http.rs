@@ -185,3 +185,39 @@ mod tests {
             .unwrap();
     }
 }
+
+/// A listen address from a flag: `0.0.0.0:8080`, `:8080` (all interfaces), or `0`/empty for
+/// "off" (`None`).
+pub fn listen_addr(text: &str) -> anyhow::Result<Option<SocketAddr>> {
+    if text == "0" || text.is_empty() {
+        return Ok(None);
+    }
+    let text = if text.starts_with(':') {
+        format!("0.0.0.0{text}")
+    } else {
+        text.to_owned()
+    };
+    text.parse().map(Some).map_err(|e| {
+        anyhow::anyhow!("not a listen address: {text:?} (e.g. 0.0.0.0:8080, :8080 or 0): {e}")
+    })
+}
+
+#[cfg(test)]
+mod listen_addr_tests {
+    use super::listen_addr;
+
+    #[test]
+    fn forms() {
+        assert_eq!(listen_addr("0").unwrap(), None);
+        assert_eq!(
+            listen_addr(":8080").unwrap().unwrap().to_string(),
+            "0.0.0.0:8080"
+        );
+        assert!(
+            listen_addr("nope")
+                .unwrap_err()
+                .to_string()
+                .contains("nope")
+        );
+    }
+}

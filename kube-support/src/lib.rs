@@ -7,12 +7,16 @@
 //! | [`http`] | `/healthz`, `/readyz` and `/metrics` on one or two listeners |
 //! | [`logs`] | the global `tracing` subscriber: text or JSON on stderr, `RUST_LOG` |
 //! | [`tls`] | a serving certificate from a cert dir (re-read when it changes) or made at start, and a TLS listener for axum |
+//! | [`quantity`] | Kubernetes resource quantities (`500m`, `4Gi`) in their base unit |
+//! | [`events`] | publishing an event on an object, never failing the caller |
 //! | [`webhook`] | an admission webhook's HTTPS server, how the API server reaches it, and the `caBundle` of its configuration |
 
 #![warn(missing_docs)]
 
+pub mod events;
 pub mod http;
 pub mod leader;
 pub mod logs;
+pub mod quantity;
 pub mod tls;
 pub mod webhook;

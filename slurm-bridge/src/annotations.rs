@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::keys::{JOB_ANNOTATION_PREFIX, LEGACY_JOB_ANNOTATION_PREFIX};
-use crate::quantity;
+use kube_support::quantity;
 
 /// The keys, as Slinky names them.
 pub const KEYS: &[&str] = &[

@@ -16,7 +16,6 @@ pub mod keys;
 pub mod metrics;
 pub mod nodes;
 pub mod pods;
-pub mod quantity;
 pub mod resources;
 pub mod roots;
 pub mod scheduler;

@@ -1,7 +1,6 @@
 //! `slurm-bridge`: the scheduler binary. Its `run` is a list of watchers (pods, nodes, the
 //! bridge's Slurm jobs, Slurm's nodes) feeding one scheduling loop, plus the admission webhook.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -122,7 +121,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::default());
     let ready = http::Readiness::default();
     tokio::spawn({
-        let (health, metrics_addr) = (addr(&args.health_addr)?, addr(&args.metrics_addr)?);
+        let (health, metrics_addr) = (
+            http::listen_addr(&args.health_addr)?,
+            http::listen_addr(&args.metrics_addr)?,
+        );
         let (metrics, ready) = (metrics.clone(), ready.clone());
         async move {
             let encode = move || metrics.encode();
@@ -133,7 +135,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
     });
     // Every replica answers admission reviews, leader or not.
-    if let Some(webhook_addr) = addr(&args.webhook_addr)? {
+    if let Some(webhook_addr) = http::listen_addr(&args.webhook_addr)? {
         let router = webhook::router(client.clone(), config.clone());
         let cert = webhook_cert(&args, &client, &config).await?;
         tokio::spawn(async move {
@@ -369,20 +371,6 @@ async fn webhook_cert(
         }
     });
     Ok(tls::ServingCert::new(made.key))
-}
-
-fn addr(text: &str) -> anyhow::Result<Option<SocketAddr>> {
-    if text == "0" || text.is_empty() {
-        return Ok(None);
-    }
-    let text = if text.starts_with(':') {
-        format!("0.0.0.0{text}")
-    } else {
-        text.to_owned()
-    };
-    text.parse()
-        .map(Some)
-        .with_context(|| format!("not a listen address: {text:?} (e.g. 0.0.0.0:8080, :8080 or 0)"))
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

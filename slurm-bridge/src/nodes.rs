@@ -22,7 +22,7 @@ use crate::config::Config;
 use crate::feasible::slurm_name;
 use crate::keys;
 use crate::metrics::Metrics;
-use crate::quantity;
+use kube_support::quantity;
 
 /// How often the nodes are compared.
 const EVERY: Duration = Duration::from_secs(5);

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use crate::quantity;
+use kube_support::quantity;
 
 /// GPU resource names of device plugins, sent to Slurm as `gres/gpu`.
 pub const GPU_RESOURCES: &[&str] = &["nvidia.com/gpu", "amd.com/gpu"];

@@ -3,7 +3,6 @@
 //! `slurm-operator run` watches the six kinds and their children; `slurm-operator crds` prints
 //! (or writes) the CRD manifests generated from the Rust types.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -118,7 +117,10 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::default());
     let ready = Readiness::default();
     tokio::spawn({
-        let (health, metrics_addr) = (addr(&args.health_addr)?, addr(&args.metrics_addr)?);
+        let (health, metrics_addr) = (
+            kube_support::http::listen_addr(&args.health_addr)?,
+            kube_support::http::listen_addr(&args.metrics_addr)?,
+        );
         let (metrics, ready) = (metrics.clone(), ready.clone());
         async move {
             if let Err(e) = kube_support::http::serve(health, metrics_addr, metrics, ready).await {
@@ -185,20 +187,6 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             Ok(())
         }
     }
-}
-
-fn addr(text: &str) -> anyhow::Result<Option<SocketAddr>> {
-    if text == "0" || text.is_empty() {
-        return Ok(None);
-    }
-    let text = if text.starts_with(':') {
-        format!("0.0.0.0{text}")
-    } else {
-        text.to_owned()
-    };
-    text.parse()
-        .map(Some)
-        .with_context(|| format!("not a listen address: {text:?} (e.g. 0.0.0.0:8080, :8080 or 0)"))
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

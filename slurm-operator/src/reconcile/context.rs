@@ -2,8 +2,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Recorder, Reporter};
 use kube::{Client, Resource};
 
 use crate::slurm::SlurmClusters;
@@ -53,20 +52,6 @@ impl Context {
         action: &str,
         note: String,
     ) {
-        let reference: ObjectReference = obj.object_ref(&());
-        let event = Event {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: reason.into(),
-            note: Some(note),
-            action: action.into(),
-            secondary: None,
-        };
-        if let Err(e) = self.recorder.publish(&event, &reference).await {
-            tracing::warn!(error = %e, reason, "cannot publish event");
-        }
+        kube_support::events::publish(&self.recorder, obj, warning, reason, action, note).await
     }
 }

@@ -515,33 +515,8 @@ fn quantity_value(v: &Value) -> Option<i64> {
     if let Some(n) = v.as_f64() {
         return Some(n.ceil() as i64);
     }
-    let s = v.as_str()?.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
-        .unwrap_or(s.len());
-    let (number, suffix) = s.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let factor: f64 = match suffix {
-        "" => 1.0,
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        exp if exp.starts_with(['e', 'E']) => 10f64.powi(exp[1..].parse().ok()?),
-        _ => return None,
-    };
-    Some((number * factor).ceil() as i64)
+    let q = kube_support::quantity::parse(v.as_str()?).ok()?;
+    Some(q.ceil() as i64)
 }
 
 #[cfg(test)]

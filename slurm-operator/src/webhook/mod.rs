@@ -89,19 +89,7 @@ impl Default for WebhookArgs {
 impl WebhookArgs {
     /// The listen address; `None` when turned off (`0` or empty).
     pub fn addr(&self) -> anyhow::Result<Option<SocketAddr>> {
-        let text = self.webhook_addr.as_str();
-        if text == "0" || text.is_empty() {
-            return Ok(None);
-        }
-        let text = match text.strip_prefix(':') {
-            Some(port) => format!("0.0.0.0:{port}"),
-            None => text.to_owned(),
-        };
-        text.parse().map(Some).with_context(|| {
-            format!(
-                "--webhook-addr: not a listen address: {text:?} (e.g. 0.0.0.0:9443, :9443 or 0)"
-            )
-        })
+        kube_support::http::listen_addr(&self.webhook_addr).context("--webhook-addr")
     }
 
     /// How the API server reaches this server, if given.
