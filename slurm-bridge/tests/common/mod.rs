@@ -168,7 +168,7 @@ impl TestEnv {
             "--health-addr",
             "0",
             "--metrics-addr",
-            "127.0.0.1:18080",
+            "0",
             "--webhook-addr",
             "0",
         ];
@@ -236,6 +236,7 @@ impl Drop for TestEnv {
         }
         for node in &self.nodes {
             let _ = g.kubectl(&["label", "node", node, &format!("{EXTERNAL}-")], None);
+            let _ = g.kubectl(&["uncordon", node], None);
         }
     }
 }

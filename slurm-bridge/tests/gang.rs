@@ -1,0 +1,154 @@
+//! Gangs and nodes on the test ground against a real Slurm 26.05: a coscheduling PodGroup runs as
+//! one job on as many nodes as it has pods, a second one waits in Slurm (its pending reason on the
+//! pods) until the first ends; a cordon drains the Slurm node and uncordon resumes it.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{IMAGE, SCHEDULER, TestEnv, eventually, ground};
+use slurm_client::{JobState, NodeQuery};
+
+fn member(group: &str, name: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  labels: {{scheduling.x-k8s.io/pod-group: {group}}}
+spec:
+  schedulerName: {SCHEDULER}
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: {IMAGE}
+    command: [sleep, "3600"]
+    resources:
+      requests: {{cpu: "3", memory: 64Mi}}
+"#
+    )
+}
+
+fn group(name: &str, min_member: u32) -> String {
+    format!(
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: {name}\nspec:\n  minMember: {min_member}\n"
+    )
+}
+
+fn job_of(env: &TestEnv, pod: &str) -> String {
+    env.get(
+        &format!("pod/{pod}"),
+        "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}",
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gangs_wait_for_each_other_and_cordons_drain() {
+    let g = ground();
+    let crd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/manifests/podgroup-crd.yaml"
+    );
+    g.ok(&["apply", "--server-side", "-f", crd]);
+    g.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "-f",
+        crd,
+    ]);
+    let mut env = TestEnv::new("gang");
+    let slurm = env.slurm();
+    env.label_nodes();
+    env.start_bridge("");
+    let nodes = env.nodes.len();
+    eventually("the external nodes", Duration::from_secs(60), || async {
+        let listed = slurm
+            .list_nodes(&NodeQuery::default())
+            .await
+            .ok()?
+            .into_value()
+            .nodes;
+        (listed.len() >= nodes).then_some(())
+    })
+    .await;
+
+    // Gang A: two 3-CPU pods, whole nodes (the default), one job on two nodes.
+    env.apply(&group("a", 2));
+    env.apply(&member("a", "a-0"));
+    env.apply(&member("a", "a-1"));
+    for pod in ["a-0", "a-1"] {
+        env.wait_for(
+            &format!("pod/{pod}"),
+            "{.status.phase}",
+            Duration::from_secs(60),
+            |p| p == "Running",
+        );
+    }
+    let job_a = job_of(&env, "a-0");
+    assert_eq!(job_a, job_of(&env, "a-1"), "one job for the gang");
+    assert_ne!(
+        env.get("pod/a-0", "{.spec.nodeName}"),
+        env.get("pod/a-1", "{.spec.nodeName}")
+    );
+    let job = slurm
+        .get_job(job_a.parse().unwrap())
+        .await
+        .unwrap()
+        .into_value();
+    assert_eq!(job.state, JobState::Running);
+    assert_eq!(
+        slurm_client::hostlist::expand(job.nodes.as_deref().unwrap())
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // Gang B needs two whole nodes; one is left: it waits in Slurm, and the pods say why.
+    env.apply(&group("b", 2));
+    env.apply(&member("b", "b-0"));
+    env.apply(&member("b", "b-1"));
+    env.wait_for(
+        "pod/b-0",
+        "{.status.conditions[?(@.type==\"SlurmJob\")].message}",
+        Duration::from_secs(60),
+        |m| m.starts_with("waiting in Slurm: job") && m.contains("Resources"),
+    );
+    assert_eq!(env.get("pod/b-1", "{.spec.nodeName}"), "");
+
+    // Gang A ends; gang B runs.
+    env.ground_delete("pod/a-0");
+    env.ground_delete("pod/a-1");
+    for pod in ["b-0", "b-1"] {
+        env.wait_for(
+            &format!("pod/{pod}"),
+            "{.status.phase}",
+            Duration::from_secs(90),
+            |p| p == "Running",
+        );
+    }
+
+    // A cordon drains the Slurm node with the bridge's reason; uncordon resumes it.
+    let node = env.nodes.last().unwrap().clone();
+    g.ok(&["cordon", &node]);
+    let reason = eventually(
+        "the cordoned node drained",
+        Duration::from_secs(30),
+        || async {
+            let n = slurm.get_node(&node).await.ok()?.into_value();
+            n.is_drain().then(|| n.reason.clone().unwrap_or_default())
+        },
+    )
+    .await;
+    g.ok(&["uncordon", &node]);
+    assert_eq!(reason, format!("slurm-bridge: Node ({node}) was cordoned"));
+    eventually(
+        "the uncordoned node resumed",
+        Duration::from_secs(30),
+        || async {
+            let n = slurm.get_node(&node).await.ok()?.into_value();
+            (!n.is_drain()).then_some(())
+        },
+    )
+    .await;
+}
