@@ -58,18 +58,17 @@ struct Inner {
 }
 
 impl JobBook {
-    /// Lists every job once and keeps those that are the bridge's: an admin_comment naming pods,
-    /// and the `EXTERNAL_JOB` flag or the bridge's MCS label.
+    /// Lists every job once and keeps those that are the bridge's (see [`is_ours`]).
     pub async fn load(client: &Client, mcs_label: &str) -> Result<JobBook, slurm_client::Error> {
         let listing = client.list_jobs(&JobQuery::default()).await?.into_value();
         let book = JobBook::default();
         for job in listing.jobs {
+            if !is_ours(&job, mcs_label) {
+                continue;
+            }
             let Some(comment) = job.admin_comment.as_deref().and_then(AdminComment::parse) else {
                 continue;
             };
-            if !(job.is_external() || job.mcs_label.as_deref() == Some(mcs_label)) {
-                continue;
-            }
             book.insert(job.id, comment.pods, Seen::Job(Box::new(job)));
         }
         Ok(book)
@@ -160,6 +159,19 @@ impl JobBook {
         entry.seen = seen;
         Ok(changed)
     }
+}
+
+/// Whether `job` is this bridge's: an external job with an admin_comment naming pods and the
+/// bridge's MCS label. The label is what tells two bridges sharing one Slurm cluster apart (give
+/// each its own `mcsLabel`): a bridge never follows, nor cancels as an orphan, another's jobs.
+pub fn is_ours(job: &Job, mcs_label: &str) -> bool {
+    job.is_external()
+        && job.mcs_label.as_deref().unwrap_or_default() == mcs_label
+        && job
+            .admin_comment
+            .as_deref()
+            .and_then(AdminComment::parse)
+            .is_some()
 }
 
 /// Whether two readings differ in anything the decisions use.
@@ -257,4 +269,35 @@ pub fn sorted(names: impl IntoIterator<Item = String>) -> Vec<String> {
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_its_own_jobs() {
+        let job = |flags: &[&str], mcs: Option<&str>, comment: Option<&str>| {
+            let mut job = Job::default();
+            job.flags = flags.iter().map(|f| f.to_string()).collect();
+            job.mcs_label = mcs.map(String::from);
+            job.admin_comment = comment.map(String::from);
+            job
+        };
+        let pods = Some(r#"{"pods":["ns/a"]}"#);
+        assert!(is_ours(
+            &job(&["EXTERNAL_JOB"], Some("kubernetes"), pods),
+            "kubernetes"
+        ));
+        assert!(!is_ours(
+            &job(&["EXTERNAL_JOB"], Some("other-cluster"), pods),
+            "kubernetes"
+        ));
+        assert!(!is_ours(&job(&[], Some("kubernetes"), pods), "kubernetes"));
+        assert!(!is_ours(
+            &job(&["EXTERNAL_JOB"], Some("kubernetes"), Some("a note")),
+            "kubernetes"
+        ));
+        assert!(is_ours(&job(&["EXTERNAL_JOB"], None, pods), ""));
+    }
 }
