@@ -136,6 +136,20 @@ impl JobBook {
         active
     }
 
+    /// Forgets jobs that ended more than `keep` seconds before `now` (epoch seconds) and jobs
+    /// Slurm no longer knows, so that the book holds what can still matter. A pod that still
+    /// names a forgotten job has it read again.
+    pub fn prune(&self, now: i64, keep: i64) {
+        let mut inner = self.inner.lock().expect("not poisoned");
+        inner.jobs.retain(|_, e| match &e.seen {
+            Seen::Unread => true,
+            Seen::Missing => false,
+            Seen::Job(job) => {
+                !job.state.is_finished() || job.end_time.is_none_or(|end| end + keep > now)
+            }
+        });
+    }
+
     /// Reads job `id` now and records the answer; returns whether it changed. A failed read
     /// leaves what was known.
     pub async fn refresh(&self, client: &Client, id: u32) -> Result<bool, slurm_client::Error> {
@@ -185,6 +199,9 @@ fn same(a: &Seen, b: &Seen) -> bool {
     }
 }
 
+/// How long an ended job stays in the book (seconds).
+const FORGET_AFTER: i64 = 900;
+
 /// Reads the book's active jobs every `every` (several at once) and sends the pods of each job
 /// that changed. Runs until the receiver is gone.
 pub async fn follow(
@@ -226,6 +243,7 @@ pub async fn follow(
                 }
             }
         }
+        book.prune(jiff::Timestamp::now().as_second(), FORGET_AFTER);
         metrics.set_jobs(&book.states());
     }
 }
@@ -299,5 +317,23 @@ mod tests {
             "kubernetes"
         ));
         assert!(is_ours(&job(&["EXTERNAL_JOB"], None, pods), ""));
+    }
+
+    #[test]
+    fn ended_jobs_are_forgotten_after_a_while() {
+        let book = JobBook::default();
+        let mut ended = Job::default();
+        ended.state = JobState::Completed;
+        ended.end_time = Some(1_000);
+        book.insert(1, vec![], Seen::Job(Box::new(ended)));
+        let mut running = Job::default();
+        running.state = JobState::Running;
+        book.insert(2, vec![], Seen::Job(Box::new(running)));
+        book.insert(3, vec![], Seen::Missing);
+        book.insert(4, vec![], Seen::Unread);
+        book.prune(1_500, 900);
+        assert!(book.get(1).is_some() && book.get(3).is_none());
+        book.prune(2_000, 900);
+        assert!(book.get(1).is_none() && book.get(2).is_some() && book.get(4).is_some());
     }
 }
