@@ -61,3 +61,18 @@ fn hostname(fallback: &str) -> String {
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| fallback.into())
 }
+
+/// Resolves when `leader` is `Some` and says the lease was lost; never when there is no election.
+pub async fn lost_if_electing(leader: Option<watch::Receiver<bool>>) {
+    match leader {
+        Some(l) => lost(l).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The Lease's namespace: the flag's, else the pod's (`POD_NAMESPACE`), else `default`.
+pub fn namespace(flag: Option<&str>) -> String {
+    flag.map(str::to_owned)
+        .or_else(|| std::env::var("POD_NAMESPACE").ok())
+        .unwrap_or_else(|| "default".into())
+}

@@ -5,7 +5,7 @@
 use kube::Client;
 use tokio::sync::watch;
 
-pub use kube_support::leader::lost;
+pub use kube_support::leader::{lost, lost_if_electing, namespace};
 
 /// The Lease's name, as Slinky's operator names its own.
 pub const LEASE_NAME: &str = "slurm-operator";

@@ -142,11 +142,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     });
 
     let leader = if args.leader_elect {
-        let namespace = args
-            .leader_elect_namespace
-            .clone()
-            .or_else(|| std::env::var("POD_NAMESPACE").ok())
-            .unwrap_or_else(|| "default".into());
+        let namespace = leader::namespace(args.leader_elect_namespace.as_deref());
         Some(leader::acquire(client.clone(), &namespace).await?)
     } else {
         None
@@ -176,12 +172,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
 
     tokio::select! {
         _ = watchers.join_next() => anyhow::bail!("a watcher stopped"),
-        _ = async {
-            match leader {
-                Some(l) => leader::lost(l).await,
-                None => std::future::pending().await,
-            }
-        } => anyhow::bail!("lost the leader-election lease; exiting so that a restart re-joins the election"),
+        _ = leader::lost_if_electing(leader) => anyhow::bail!("lost the leader-election lease; exiting so that a restart re-joins the election"),
         _ = tokio::signal::ctrl_c() => {
             tracing::info!("interrupted; stopping");
             Ok(())

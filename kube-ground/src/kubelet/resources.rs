@@ -11,43 +11,7 @@ pub const NODE_MEMORY: u64 = 8 << 30;
 
 /// A quantity in its base unit (cores, bytes).
 pub fn parse(q: &str) -> Result<f64> {
-    let q = q.trim();
-    let split = q
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-        .unwrap_or(q.len());
-    let (number, suffix) = q.split_at(split);
-    let (number, suffix) = match suffix.strip_prefix(['e', 'E']) {
-        Some(exp) if !exp.is_empty() && !matches!(suffix, "Ei" | "E") => {
-            let e: i32 = exp.parse().with_context(|| format!("quantity {q:?}"))?;
-            (number.parse::<f64>()? * 10f64.powi(e), "")
-        }
-        _ => (
-            number
-                .parse::<f64>()
-                .with_context(|| format!("quantity {q:?}"))?,
-            suffix,
-        ),
-    };
-    let factor = match suffix {
-        "" => 1.0,
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        _ => bail!("quantity {q:?}: unknown suffix {suffix:?}"),
-    };
-    Ok(number * factor)
+    kube_support::quantity::parse(q).map_err(|e| anyhow::anyhow!(e))
 }
 
 /// `limits.cpu`, `requests.memory`, … of a container, divided by `divisor` and rounded up.
