@@ -147,24 +147,29 @@ mod tests {
         serde_yaml::from_str(yaml).unwrap()
     }
 
+    /// The job for `pods` (the first one's workload) with the default config.
+    fn job_for(
+        pods: &[&Pod],
+        root: &RootFacts,
+        excluded: Vec<String>,
+    ) -> Result<JobSubmission, Invalid> {
+        let key = key_of(pods[0]);
+        let workload = Workload {
+            key: &key,
+            pods,
+            root,
+        };
+        submission(workload, &Config::default(), excluded)
+    }
+
     #[test]
     fn bare_pod() {
         let p = pod(
             "metadata: {name: a, namespace: ns, annotations: {slurmjob.slinky.slurm.net/job-name: hello, slurmjob.slinky.slurm.net/exclusive: 'false'}}\nspec:\n  containers:\n  - {name: c, resources: {requests: {cpu: '1', memory: 64Mi}}}\n",
         );
-        let key = key_of(&p);
         let root = RootFacts::default();
         let pods = [&p];
-        let job = submission(
-            Workload {
-                key: &key,
-                pods: &pods,
-                root: &root,
-            },
-            &Config::default(),
-            vec!["n9".into()],
-        )
-        .unwrap();
+        let job = job_for(&pods, &root, vec!["n9".into()]).unwrap();
         assert!(job.external);
         assert_eq!(job.name.as_deref(), Some("hello"));
         assert_eq!(job.partition.as_deref(), Some("slurm-bridge"));
@@ -203,16 +208,7 @@ mod tests {
         };
         assert_eq!(gang_size(&key, &root), 2);
         let pods = [&b, &a];
-        let job = submission(
-            Workload {
-                key: &key,
-                pods: &pods,
-                root: &root,
-            },
-            &Config::default(),
-            vec![],
-        )
-        .unwrap();
+        let job = job_for(&pods, &root, vec![]).unwrap();
         assert_eq!(job.name.as_deref(), Some("pg"));
         assert_eq!((job.min_nodes, job.max_nodes), (Some(2), Some(2)));
         assert_eq!(job.cpus_per_task, Some(3));
@@ -231,19 +227,9 @@ mod tests {
         let p = pod(
             "metadata: {name: a, namespace: ns, annotations: {slurmjob.slinky.slurm.net/timelimit: soon}}\n",
         );
-        let key = key_of(&p);
         let root = RootFacts::default();
         let pods = [&p];
-        let err = submission(
-            Workload {
-                key: &key,
-                pods: &pods,
-                root: &root,
-            },
-            &Config::default(),
-            vec![],
-        )
-        .unwrap_err();
+        let err = job_for(&pods, &root, vec![]).unwrap_err();
         assert_eq!(err.field, "slurmjob.slinky.slurm.net/timelimit");
     }
 }
