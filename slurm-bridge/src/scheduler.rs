@@ -22,7 +22,7 @@ use crate::pods;
 use crate::roots;
 use crate::slurm_nodes::SlurmNodes;
 use crate::translate::{self, Workload};
-use crate::workload::{WorkloadKey, key_of};
+use crate::workload::{RootFacts, WorkloadKey, key_of};
 
 /// Why the loop should look at workloads again.
 #[derive(Debug)]
@@ -148,28 +148,35 @@ impl Scheduler {
         members.sort_by_key(|p| p.name_any());
         let views: Vec<PodView> = members.iter().map(|p| view(p)).collect();
         let job = self.job_of(&views, &members);
-        // The gang size needs the root object: read it only when a submission is possible.
-        let gang = match &job {
+        // The gang size needs the root object: read it only when a submission is possible, and
+        // once (the submission uses the same reading).
+        let root = match &job {
             JobView::None | JobView::Missing(_)
                 if views.iter().any(|v| !v.gone() && v.bound_node.is_none()) =>
             {
-                let facts = roots::facts(&self.client, &members[0])
-                    .await
-                    .map_err(|e| Failed {
-                        action: "read_root",
-                        message: e.to_string(),
-                    })?;
-                translate::gang_size(key, &facts)
+                Some(
+                    roots::facts(&self.client, &members[0])
+                        .await
+                        .map_err(|e| Failed {
+                            action: "read_root",
+                            message: e.to_string(),
+                        })?,
+                )
             }
-            _ => 1,
+            _ => None,
         };
         let workload = decide::Workload {
             pods: views,
             job,
-            gang,
+            gang: root.as_ref().map_or(1, |r| translate::gang_size(key, r)),
         };
         for action in decide::decide(&workload) {
-            self.apply(key, &members, action).await?;
+            match (action, &root) {
+                (Action::Submit { pods }, Some(root)) => {
+                    self.submit(key, &members, &pods, root).await?
+                }
+                (action, _) => self.apply(key, &members, action).await?,
+            }
         }
         Ok(())
     }
@@ -261,7 +268,13 @@ impl Scheduler {
             }
         };
         match action {
-            Action::Submit { pods } => self.submit(key, members, &pods).await?,
+            // Submissions are made by `process`, which holds the root it read for the gang size.
+            Action::Submit { .. } => {
+                return Err(Failed {
+                    action: "submit",
+                    message: "a submission without the workload's root object".into(),
+                });
+            }
             Action::Label { pod, job_id } => {
                 pods::label(&self.client, ns, &pod, job_id)
                     .await
@@ -369,6 +382,7 @@ impl Scheduler {
         key: &WorkloadKey,
         members: &[Arc<Pod>],
         names: &[String],
+        root: &RootFacts,
     ) -> Result<(), Failed> {
         let pods: Vec<&Pod> = members
             .iter()
@@ -381,12 +395,6 @@ impl Scheduler {
                 message: "the Slurm node list has not been read yet".into(),
             });
         };
-        let root = roots::facts(&self.client, pods[0])
-            .await
-            .map_err(|e| Failed {
-                action: "read_root",
-                message: e.to_string(),
-            })?;
         let nodes: Vec<Node> = self.nodes.state().iter().map(|n| (**n).clone()).collect();
         let mut pods_on: BTreeMap<String, usize> = BTreeMap::new();
         for p in self.pods.state() {
@@ -416,7 +424,7 @@ impl Scheduler {
             Workload {
                 key,
                 pods: &pods,
-                root: &root,
+                root,
             },
             &self.config,
             excluded,
