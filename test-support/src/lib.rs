@@ -1,10 +1,12 @@
 //! What the workspace's integration tests and benchmarks share (a dev-dependency only):
 //! the local Slurm clusters, read from the env files `cargo xtask slurm up` writes, and the
-//! Kubernetes test ground that `cargo xtask kube up` starts ([`ground`]).
+//! Kubernetes test ground that `cargo xtask kube up` starts ([`ground`]), and real Helm for the
+//! charts ([`helm`]).
 
 mod cluster;
 mod env_file;
 pub mod ground;
+pub mod helm;
 
 pub use cluster::{Cluster, clusters};
 pub use env_file::read_env_file;

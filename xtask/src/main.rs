@@ -4,6 +4,7 @@ mod bench;
 mod demo;
 mod fixtures;
 mod generate;
+mod helm;
 mod image;
 mod kube;
 mod openapi;
@@ -60,6 +61,9 @@ enum Cmd {
     /// OCI images of the Slurm daemons (Slinky's names and contract), MariaDB and a toolbox, built from
     /// Debian packages into target/images/*.oci.tar and the local image store (needs root).
     Image(image::ImageCmd),
+    /// Real Helm 4 (Go SDK from PyPI's helm-python-sdk, in a venv) for the charts: `lint`, `template`,
+    /// `install`, `upgrade`, `uninstall`, `list`, `package`; the cluster is $KUBECONFIG or the test ground.
+    Helm(helm::HelmCmd),
     /// The Kubernetes test ground: etcd and a real API server on 127.0.0.1:6443 (needs root).
     #[command(subcommand)]
     Kube(kube::KubeCmd),
@@ -102,5 +106,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Generate { check } => generate::run(check),
         Cmd::Image(cmd) => image::run(&workspace(), cmd),
         Cmd::Kube(cmd) => kube::run(cmd, &workspace()),
+        Cmd::Helm(cmd) => helm::run(&workspace(), cmd),
     }
 }

@@ -148,6 +148,11 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
         cmd.env("RUSTDOCFLAGS", "-D warnings");
         status(cmd)
     })?;
+    // Real Helm (its Go SDK from PyPI, in a venv): the chart tests of each crate render through it.
+    t.phase(
+        "helm lint --strict of every chart (helm venv made on first use)",
+        || crate::helm::lint_all(workspace),
+    )?;
     t.phase("each REST version compiles alone", || {
         for feature in VERSION_FEATURES {
             status(cargo(&[
