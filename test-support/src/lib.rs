@@ -7,6 +7,7 @@ mod cluster;
 mod env_file;
 pub mod ground;
 pub mod helm;
+pub mod rbac;
 
 pub use cluster::{Cluster, clusters};
 pub use env_file::read_env_file;

@@ -12,6 +12,7 @@ mod probes;
 mod refs;
 pub(crate) mod resources;
 mod status;
+mod tokens;
 mod volumes;
 mod worker;
 
@@ -27,6 +28,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use kube_ground::net::{NetConfig, Network};
 use kube_ground::runtime::{Runtime, RuntimeConfig};
+use tokens::Tokens;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -44,6 +46,10 @@ pub struct Args {
     /// A token the API server accepts, given to pods as the service account's token.
     #[arg(long)]
     pub token_file: Option<PathBuf>,
+    /// The API server's static token file: when given, each pod gets a token of its own service
+    /// account, added to it (see `tokens`), instead of the one of `--token-file`.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
     /// The OCI image layout that images missing from podman's store are copied from.
     #[arg(long, default_value = "/var/cache/slurm-dev/images")]
     pub image_layout: PathBuf,
@@ -97,10 +103,13 @@ pub async fn run(args: Args) -> Result<()> {
         pods_dir: args.state_dir.join("pods"),
         claims_dir: args.state_dir.join("claims"),
         ca_crt: read(&args.ca_file)?,
-        token: String::from_utf8(read(&args.token_file)?)
-            .context("the token file is not UTF-8")?
-            .trim()
-            .to_string(),
+        tokens: Tokens::new(
+            args.token_auth_file.clone(),
+            String::from_utf8(read(&args.token_file)?)
+                .context("the token file is not UTF-8")?
+                .trim()
+                .to_string(),
+        ),
         host_ip: shape.address.clone(),
         image_layout: args.image_layout.clone(),
     });

@@ -37,8 +37,8 @@ pub struct Ctx {
     pub pods_dir: PathBuf,
     pub claims_dir: PathBuf,
     pub ca_crt: Vec<u8>,
-    /// The token pods' service account volumes carry. Never logged.
-    pub token: String,
+    /// The tokens pods' service account volumes carry. Never logged.
+    pub tokens: super::tokens::Tokens,
     pub host_ip: String,
     /// The OCI image layout images are copied from.
     pub image_layout: PathBuf,
@@ -211,11 +211,19 @@ impl Worker {
         std::fs::write(self.dir.join("hosts"), hosts::etc_hosts(&self.pod, &ip))?;
         std::fs::write(self.dir.join("resolv.conf"), hosts::resolv_conf(&self.pod))?;
         let refs = Refs::fetch(&self.ctx.client, &self.pod).await?;
+        let token = self.ctx.tokens.token(
+            self.pod.metadata.namespace.as_deref().unwrap_or("default"),
+            self.pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.service_account_name.as_deref())
+                .unwrap_or("default"),
+        )?;
         let inputs = volumes::Inputs {
             refs: &refs,
             pod_dir: &self.dir,
             claims_dir: &self.ctx.claims_dir,
-            token: &self.ctx.token,
+            token: &token,
             ca_crt: &self.ctx.ca_crt,
         };
         self.volumes = volumes::prepare(&self.pod, &inputs)?;

@@ -98,6 +98,10 @@ pub fn start(
             format!("--nodes={}", nodes.join(",")),
             format!("--ca-file={}", state::pki_dir().join("ca.crt").display()),
             format!("--token-file={}", token.display()),
+            format!(
+                "--token-auth-file={}",
+                state::pki_dir().join("tokens.csv").display()
+            ),
             format!("--image-layout={}", crate::image::store_path().display()),
             "--extended-resource=nvidia.com/gpu=2".into(),
         ],
