@@ -1,6 +1,7 @@
-//! The Grafana dashboard (`dashboards/slurm.json`): a well-formed dashboard whose every
-//! query names metrics the exporter really emits, with labels they really have, `rate()`
-//! only on counters, and only variables that are defined.
+//! The Grafana dashboard (`charts/slurm-exporter/dashboards/slurm.json`, inside the chart so
+//! that Helm ships it as a ConfigMap): a well-formed dashboard whose every query names metrics
+//! the exporter really emits, with labels they really have, `rate()` only on counters, and only
+//! variables that are defined.
 //!
 //! The emitted families come from the exporter's catalogue (`slurm_exporter::catalogue`),
 //! which is built from the sources' own code; the cluster test checks it against a real
@@ -13,7 +14,7 @@ use slurm_exporter::catalogue::{self, Entry};
 use slurm_exporter::family::Kind;
 use slurm_exporter::sources::SourceKind;
 
-const DASHBOARD: &str = include_str!("../dashboards/slurm.json");
+const DASHBOARD: &str = include_str!("../charts/slurm-exporter/dashboards/slurm.json");
 const README: &str = include_str!("../README.md");
 
 /// The datasource every panel and query uses: the dashboard's datasource variable.
@@ -38,7 +39,8 @@ const BUILTIN_VARIABLES: [&str; 11] = [
 ];
 
 fn dashboard() -> Value {
-    serde_json::from_str(DASHBOARD).expect("dashboards/slurm.json is not valid JSON")
+    serde_json::from_str(DASHBOARD)
+        .expect("charts/slurm-exporter/dashboards/slurm.json is not valid JSON")
 }
 
 fn catalogue() -> BTreeMap<String, Entry> {
