@@ -324,3 +324,138 @@ async fn pods_reach_services_and_names() {
         .unwrap();
     assert!(!ok, "{out}");
 }
+
+/// Asks the dial endpoint at `socket` for `target`: its answer line, and after `OK` what the
+/// far end wrote before closing.
+async fn dial(socket: &Path, target: &str) -> (String, String) {
+    let mut conn = tokio::net::UnixStream::connect(socket).await.unwrap();
+    conn.write_all(format!("{target}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut got = String::new();
+    tokio::time::timeout(Duration::from_secs(10), conn.read_to_string(&mut got))
+        .await
+        .expect("an answer in time")
+        .unwrap();
+    let (answer, rest) = got.split_once('\n').unwrap_or((&got, ""));
+    (answer.to_string(), rest.to_string())
+}
+
+/// The API server's way to the ground's Services: through the dial socket, a connection made
+/// from inside the ground namespace to a ClusterIP, which DNAT leads to the endpoint; every target
+/// that is not a Service with a ready endpoint is refused with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dial_socket_reaches_services_and_nothing_else() {
+    let ground = TestNetns::new("dg");
+    let g = ground.name.as_str();
+    ip(&["-n", g, "link", "add", "kube0", "type", "bridge"]);
+    ip(&["-n", g, "addr", "add", "10.244.0.1/16", "dev", "kube0"]);
+    ip(&["-n", g, "link", "set", "kube0", "up"]);
+    let backend_ns = TestNetns::new("db");
+    attach(g, &backend_ns, "vethd", "10.244.0.3");
+    let in_backend = NetnsSockets::enter(&backend_ns.path()).unwrap();
+    serve_text(
+        in_backend
+            .tcp_listener("10.244.0.3:9443".parse().unwrap())
+            .await
+            .unwrap(),
+        "webhook",
+    );
+    let apiserver = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let apiserver_addr = apiserver.local_addr().unwrap();
+    serve_text(apiserver, "apiserver");
+
+    let services = [
+        service(
+            "hooks",
+            "webhook",
+            json!({"clusterIP": "10.96.4.1", "ports": [{"name": "https", "port": 443, "targetPort": 9443}]}),
+        ),
+        service(
+            "hooks",
+            "idle",
+            json!({"clusterIP": "10.96.4.2", "ports": [{"port": 443}]}),
+        ),
+        // Its endpoint's port has no listener.
+        service(
+            "hooks",
+            "closed",
+            json!({"clusterIP": "10.96.4.3", "ports": [{"port": 443, "targetPort": 9444}]}),
+        ),
+        service(
+            "default",
+            "kubernetes",
+            json!({"clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443, "targetPort": 6443}]}),
+        ),
+    ];
+    let slices = [
+        slice(
+            "hooks",
+            "webhook",
+            json!([{"name": "https", "port": 9443}]),
+            &[("10.244.0.3", Some(true), None)],
+        ),
+        slice(
+            "hooks",
+            "closed",
+            json!([{"name": "", "port": 9444}]),
+            &[("10.244.0.3", Some(true), None)],
+        ),
+    ];
+    let mut netd = Ground::open(g).await.unwrap();
+    netd.apply(
+        Index::build(&services, &slices, &[]),
+        Routes::build(&services, &slices, apiserver_addr),
+    )
+    .await
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("netd-dial-test-{}", std::process::id()));
+    let socket = dir.join("dial.sock");
+    netd.serve_dial(&socket).unwrap();
+
+    for target in ["webhook.hooks.svc:443", "10.96.4.1:443"] {
+        assert_eq!(
+            dial(&socket, target).await,
+            ("OK".into(), "webhook".into()),
+            "{target}"
+        );
+    }
+    // default/kubernetes: through netd's own proxy to the API server on the host.
+    for target in ["kubernetes.default.svc:443", "10.96.0.1:443"] {
+        assert_eq!(
+            dial(&socket, target).await,
+            ("OK".into(), "apiserver".into()),
+            "{target}"
+        );
+    }
+    let refused = [
+        (
+            "nothing.hooks.svc:443",
+            "ERROR no such Service hooks/nothing",
+        ),
+        (
+            "idle.hooks.svc:443",
+            "ERROR Service hooks/idle:443 (10.96.4.2:443) has no ready endpoints",
+        ),
+        (
+            "closed.hooks.svc:443",
+            "ERROR connecting to Service hooks/closed:443 at 10.96.4.3:443 from the ground: Connection refused",
+        ),
+        // Pod addresses, the host, anything else: not Services.
+        (
+            "10.244.0.3:9443",
+            "ERROR 10.244.0.3:9443 is not the ClusterIP and port of a Service of the ground; refused",
+        ),
+        (
+            &apiserver_addr.to_string(),
+            "is not the ClusterIP and port of a Service of the ground; refused",
+        ),
+        ("example.com:443", "is not a Service name"),
+    ];
+    for (target, want) in refused {
+        let (answer, rest) = dial(&socket, target).await;
+        assert!(answer.contains(want), "{target}: {answer:?}");
+        assert_eq!(rest, "", "{target}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -6,12 +6,15 @@
 //!   keeping the client pod's source address as kube-proxy does ([`nft`], [`routes`]);
 //! - a userspace TCP proxy only for 10.96.0.1:443, to the API server on the host's loopback
 //!   ([`proxy`]);
-//! - DNS for `cluster.local` on 10.96.0.10:53, UDP and TCP ([`dns_server`], [`names`], [`dns`]).
+//! - DNS for `cluster.local` on 10.96.0.10:53, UDP and TCP ([`dns_server`], [`names`], [`dns`]);
+//! - on the host, a unix socket where the API server has connections to Services made from inside
+//!   the ground, for webhooks given as a Service reference ([`dial`]).
 //!
 //! It watches Services, EndpointSlices and Pods, and rebuilds both tables from the caches after
 //! every change (a tenth of a second after, to take a burst at once), and every 10 s.
 
 mod addresses;
+mod dial;
 mod dns;
 mod dns_server;
 #[cfg(test)]
@@ -22,12 +25,14 @@ mod nft;
 mod proxy;
 mod routes;
 mod services;
+#[cfg(test)]
+mod webhook_test;
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,10 +60,15 @@ pub struct Args {
     /// The ground's network namespace (`kube-ground network` makes it).
     #[arg(long, default_value = "slurm-dev-kube")]
     netns: String,
+    /// A unix socket (made mode 0600) where the API server on the host asks for connections to
+    /// the ground's Services (webhooks given as a Service reference); none: not served.
+    #[arg(long)]
+    dial_socket: Option<PathBuf>,
 }
 
 pub async fn run(args: Args) -> Result<()> {
     let mut ground = Ground::open(&args.netns).await?;
+    let mut dial_socket = args.dial_socket;
     let client = Client::try_default()
         .await
         .context("connecting to the API server (KUBECONFIG)")?;
@@ -85,6 +95,10 @@ pub async fn run(args: Args) -> Result<()> {
         // Tried again at the next change or in 10 s.
         if let Err(e) = ground.apply(index, routes).await {
             tracing::warn!("netd: {e:#}");
+        }
+        // From the first tables on, so that no request is answered from empty ones.
+        if let Some(path) = dial_socket.take() {
+            ground.serve_dial(&path)?;
         }
         tokio::select! {
             () = changed.notified() => {}
@@ -125,6 +139,20 @@ impl Ground {
             routes,
             dns_started: false,
         })
+    }
+
+    /// Serves the dial endpoint ([`dial`]) on `path` from now on.
+    fn serve_dial(&self, path: &Path) -> Result<()> {
+        let listener =
+            dial::listen(path).with_context(|| format!("the dial socket {}", path.display()))?;
+        tokio::spawn(dial::serve(
+            listener,
+            self.sockets.clone(),
+            self.names.subscribe(),
+            self.routes.subscribe(),
+        ));
+        tracing::info!(socket = %path.display(), "netd: serving the dial endpoint for the API server");
+        Ok(())
     }
 
     /// Serves `index` and `routes` from now on: the DNAT table, addresses and listeners follow the

@@ -34,6 +34,9 @@ pub struct Index {
     /// Name (lower case, no trailing dot) → its A records, sorted; empty for a name that only
     /// has names below it.
     names: HashMap<String, BTreeSet<Ipv4Addr>>,
+    /// (namespace, name) of every Service, lower case → its ClusterIP, `None` when it has none
+    /// (headless, ExternalName): what netd's dial endpoint resolves ([`super::dial`]).
+    services: HashMap<(String, String), Option<Ipv4Addr>>,
 }
 
 impl Index {
@@ -56,7 +59,12 @@ impl Index {
             let publish_all = spec.publish_not_ready_addresses == Some(true);
             let headless = spec.cluster_ip.as_deref() == Some("None");
             index.add(&fqdn, None);
-            if let Some(ip) = spec.cluster_ip.as_deref().and_then(|ip| ip.parse().ok()) {
+            let cluster_ip = spec.cluster_ip.as_deref().and_then(|ip| ip.parse().ok());
+            index.services.insert(
+                (ns.to_ascii_lowercase(), name.to_ascii_lowercase()),
+                cluster_ip,
+            );
+            if let Some(ip) = cluster_ip {
                 index.add(&fqdn, Some(ip));
             }
             for ep in slices_of(slices, ns, name).flat_map(|s| s.endpoints.iter().flatten()) {
@@ -121,6 +129,13 @@ impl Index {
             Some(ips) => Lookup::Exists(ips.iter().copied().collect()),
             None => Lookup::NxDomain,
         }
+    }
+
+    /// Service `namespace/name`'s ClusterIP: `None` when there is no such Service, `Some(None)`
+    /// when it has no ClusterIP.
+    pub fn cluster_ip(&self, namespace: &str, name: &str) -> Option<Option<Ipv4Addr>> {
+        let key = (namespace.to_ascii_lowercase(), name.to_ascii_lowercase());
+        self.services.get(&key).copied()
     }
 }
 

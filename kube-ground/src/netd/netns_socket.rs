@@ -89,9 +89,8 @@ impl NetnsSockets {
         UdpSocket::from_std(std)
     }
 
-    /// A connection from inside the namespace to `addr` (IPv4). (Only tests connect from a
-    /// namespace now: pod-backed Services are DNAT, not proxied.)
-    #[cfg_attr(not(test), expect(dead_code))]
+    /// A connection from inside the namespace to `addr` (IPv4): the dial endpoint's
+    /// ([`super::dial`]) to a Service's ClusterIP.
     pub async fn tcp_connect(&self, addr: SocketAddr) -> io::Result<TcpStream> {
         let socket = self.run(TcpSocket::new_v4).await?;
         socket.connect(addr).await

@@ -23,6 +23,7 @@ type options struct {
 	auditLogPath  string
 	tokenAuthFile string
 	etcdPrefix    string
+	netdSocket    string
 }
 
 func main() {
@@ -35,6 +36,7 @@ func main() {
 	flag.StringVar(&o.auditLogPath, "audit-log-path", "", "audit log file (level Metadata for every request); default <data-dir>/audit.log")
 	flag.StringVar(&o.tokenAuthFile, "token-auth-file", "", "static bearer tokens, CSV token,user,uid,\"groups\"; default <data-dir>/tokens.csv, read again when it changes")
 	flag.StringVar(&o.etcdPrefix, "etcd-prefix", "/registry", "etcd key prefix")
+	flag.StringVar(&o.netdSocket, "netd-dial-socket", "", "netd's dial socket (unix): webhooks given as a Service reference are connected through it, from inside the ground's network; empty: dialed from the host as <name>.<namespace>.svc")
 	klog.InitFlags(nil)
 	flag.Parse()
 	if err := o.complete(); err != nil {

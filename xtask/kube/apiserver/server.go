@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	webhookinit "k8s.io/apiserver/pkg/admission/plugin/webhook/initializer"
 	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -100,7 +101,12 @@ func run(o options) error {
 	if err := ro.Features.ApplyTo(&cfg.Config, client, cfg.SharedInformerFactory); err != nil {
 		return err
 	}
-	if err := ro.Admission.ApplyTo(&cfg.Config, cfg.SharedInformerFactory, client, dynamicClient, utilfeature.DefaultFeatureGate, cfg.EffectiveVersion); err != nil {
+	serviceResolver, authWrapper, err := serviceWebhooks(o.netdSocket, cfg.LoopbackClientConfig, noopoteltrace.NewTracerProvider())
+	if err != nil {
+		return err
+	}
+	webhookInit := webhookinit.NewPluginInitializer(authWrapper, serviceResolver)
+	if err := ro.Admission.ApplyTo(&cfg.Config, cfg.SharedInformerFactory, client, dynamicClient, utilfeature.DefaultFeatureGate, cfg.EffectiveVersion, webhookInit); err != nil {
 		return fmt.Errorf("admission: %w", err)
 	}
 
@@ -114,7 +120,7 @@ func run(o options) error {
 	// one aggregated discovery document for the built-in groups and the CRDs' groups
 	cfg.AggregatedDiscoveryGroupManager = aggregated.NewResourceManager("apis")
 
-	extensions, err := newExtensionsServer(cfg, ro)
+	extensions, err := newExtensionsServer(cfg, ro, serviceResolver, authWrapper)
 	if err != nil {
 		return fmt.Errorf("apiextensions: %w", err)
 	}
@@ -142,7 +148,7 @@ func run(o options) error {
 
 // newExtensionsServer is apiextensions-apiserver on the same configuration, as kube-apiserver
 // wires it: a shallow copy with its own storage codec and resource configuration.
-func newExtensionsServer(cfg *genericapiserver.RecommendedConfig, ro *genericoptions.RecommendedOptions) (*apiextensionsapiserver.CustomResourceDefinitions, error) {
+func newExtensionsServer(cfg *genericapiserver.RecommendedConfig, ro *genericoptions.RecommendedOptions, serviceResolver webhook.ServiceResolver, authWrapper webhook.AuthenticationInfoResolverWrapper) (*apiextensionsapiserver.CustomResourceDefinitions, error) {
 	extCfg := cfg.Config
 	extCfg.PostStartHooks = map[string]genericapiserver.PostStartHookConfigEntry{}
 	extCfg.RESTOptionsGetter = nil
@@ -161,9 +167,9 @@ func newExtensionsServer(cfg *genericapiserver.RecommendedConfig, ro *genericopt
 		ExtraConfig: apiextensionsapiserver.ExtraConfig{
 			CRDRESTOptionsGetter: apiextensionsoptions.NewCRDRESTOptionsGetter(etcd, extCfg.ResourceTransformers, extCfg.StorageObjectCountTracker),
 			MasterCount:          1,
-			// conversion webhooks of a Service are called at <service>.<namespace>.svc, as admission webhooks are
-			ServiceResolver:     webhook.NewDefaultServiceResolver(),
-			AuthResolverWrapper: webhook.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, cfg.LoopbackClientConfig, noopoteltrace.NewTracerProvider()),
+			// conversion webhooks of a Service reach it as admission webhooks do (servicedial.go)
+			ServiceResolver:     serviceResolver,
+			AuthResolverWrapper: authWrapper,
 		},
 	}
 	return config.Complete().New(genericapiserver.NewEmptyDelegate())

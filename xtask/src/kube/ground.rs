@@ -1,7 +1,8 @@
 //! Bringing the test ground up and down: etcd, then the API server, both on the host's loopback
 //! only, then the ground's own processes ([`parts`]). Pods live in their own network namespaces and
 //! reach the API server through netd, which forwards the Service default/kubernetes (ClusterIP
-//! 10.96.0.1:443) to [`API_ADDR`].
+//! 10.96.0.1:443) to [`API_ADDR`]; the other way, the API server reaches webhooks behind Services
+//! through netd's dial socket ([`state::netd_dial_socket`]).
 
 use std::fs::OpenOptions;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -126,6 +127,9 @@ fn start(state: &mut State, built: &Built) -> Result<()> {
             format!("--service-cluster-ip-range={SERVICE_CIDR}"),
             format!("--audit-log-path={}", state::audit_log().display()),
             format!("--token-auth-file={}", pki.join("tokens.csv").display()),
+            // netd, started after the API server, makes it; until then a webhook of a Service
+            // fails to be called (and the API server does not mind)
+            format!("--netd-dial-socket={}", state::netd_dial_socket().display()),
         ],
     )?;
     wait_listening(
@@ -280,7 +284,11 @@ pub fn down() -> Result<bool> {
         }
     }
     parts::clean_up();
-    for path in [state::env_file(), state::kubeconfig()] {
+    for path in [
+        state::env_file(),
+        state::kubeconfig(),
+        state::netd_dial_socket(),
+    ] {
         let _ = std::fs::remove_file(path);
     }
     let _ = std::fs::remove_dir_all(state::etcd_dir());

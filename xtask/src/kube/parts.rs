@@ -86,6 +86,7 @@ pub fn start(
             "netd".into(),
             format!("--apiserver={}", super::ground::API_ADDR),
             "--netns=slurm-dev-kube".into(),
+            format!("--dial-socket={}", state::netd_dial_socket().display()),
         ],
     )?;
     spawn(state, "controllers", &bin, &["controllers".into()])?;

@@ -42,6 +42,12 @@ pub fn env_file() -> PathBuf {
     run_dir().join("kube.env")
 }
 
+/// netd's dial socket: where the API server has connections to the ground's Services made
+/// (webhooks given as a Service reference); root only.
+pub fn netd_dial_socket() -> PathBuf {
+    run_dir().join("netd-dial.sock")
+}
+
 pub fn log_dir() -> PathBuf {
     run_dir().join("logs")
 }
