@@ -33,9 +33,13 @@ pub fn manifest(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The committed CRDs (`crds/*.yaml`), sorted by name.
+/// Where the CRDs are committed, relative to the crate: the templates of the CRD chart.
+pub const CRD_DIR: &str = "charts/slurm-operator-crds/templates";
+
+/// The committed CRDs (`charts/slurm-operator-crds/templates/*.yaml`, the CRD chart's templates),
+/// sorted by name.
 pub fn crd_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crds");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(CRD_DIR);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|entries| {
             entries
@@ -55,7 +59,7 @@ pub fn apply_crds() -> bool {
     *APPLIED.get_or_init(|| {
         let files = crd_files();
         if files.is_empty() {
-            eprintln!("slurm-operator/crds/*.yaml: none yet; the CRDs are not applied");
+            eprintln!("slurm-operator/{CRD_DIR}/*.yaml: none yet; the CRDs are not applied");
             return false;
         }
         let g = ground();

@@ -1,12 +1,15 @@
-//! The committed CRDs in `slurm-operator/crds/`, written by the operator binary itself
-//! (`slurm-operator crds --out-dir`), so xtask does not compile kube and k8s-openapi.
+//! The committed CRDs, written by the operator binary itself (`slurm-operator crds --out-dir`),
+//! so xtask does not compile kube and k8s-openapi. Their one place is the templates of the chart
+//! `slurm-operator-crds` (templates, not `crds/`, so that `helm upgrade` upgrades them); the
+//! operator's tests apply the same files. Being templates, they must not contain `{{`, which
+//! Helm would read as the start of an action: a CRD that does is refused here.
 
 use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-const COMMITTED: &str = "slurm-operator/crds";
+const COMMITTED: &str = "slurm-operator/charts/slurm-operator-crds/templates";
 
 /// Regenerates the CRDs into a scratch directory and returns the committed files that differ
 /// (or are missing, or no longer generated), relative to `root`; without `check` it also
@@ -48,6 +51,12 @@ pub fn run(root: &Path, check: bool) -> Result<Vec<String>> {
     for entry in std::fs::read_dir(&scratch)? {
         let name = entry?.file_name().to_string_lossy().into_owned();
         let fresh = std::fs::read_to_string(scratch.join(&name))?;
+        if let Some(line) = template_action(&fresh) {
+            bail!(
+                "{name}:{line}: `{{{{` in a CRD would be read by Helm as a template action \
+                 ({COMMITTED} are Helm templates); reword the doc comment or rule it comes from"
+            );
+        }
         let target = committed.join(&name);
         if std::fs::read_to_string(&target).ok().as_deref() != Some(fresh.as_str()) {
             stale.push(format!("{COMMITTED}/{name}"));
@@ -74,4 +83,27 @@ pub fn run(root: &Path, check: bool) -> Result<Vec<String>> {
     }
     stale.sort();
     Ok(if check { stale } else { Vec::new() })
+}
+
+/// The first line (1-based) holding `{{`, which Helm would read as the start of a template action
+/// (`}}` alone is plain text to Helm).
+fn template_action(yaml: &str) -> Option<usize> {
+    yaml.lines().position(|l| l.contains("{{")).map(|i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template_action;
+
+    #[test]
+    fn a_template_action_is_found() {
+        assert_eq!(
+            template_action("a: b\nrule: self.x == {'a': {'b': 1}}\n"),
+            None
+        );
+        assert_eq!(
+            template_action("a: b\ndescription: write {{ .Values.x }}\n"),
+            Some(2)
+        );
+    }
 }

@@ -1,5 +1,5 @@
 //! `cargo xtask generate [--check]`: slurmrestd OpenAPI specs + overlay -> progenitor modules,
-//! and the operator's Rust CRD types -> `slurm-operator/crds/*.yaml`.
+//! and the operator's Rust CRD types -> `slurm-operator/charts/slurm-operator-crds/templates/*.yaml`.
 //!
 //! Inputs: the pristine specs `openapi/<version>.json` and the reviewed fixes in
 //! `openapi/overlay.json` (rules explained in `openapi/README.md`). Output: one module per
