@@ -409,7 +409,7 @@ async fn the_dial_socket_reaches_services_and_nothing_else() {
     )
     .await
     .unwrap();
-    let dir = std::env::temp_dir().join(format!("netd-dial-test-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("netd-dial-socket-{}", std::process::id()));
     let socket = dir.join("dial.sock");
     netd.serve_dial(&socket).unwrap();
 

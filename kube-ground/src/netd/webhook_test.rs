@@ -169,7 +169,8 @@ fn the_api_server_calls_webhooks_behind_services_through_netd() {
     let g = Ground::connect();
     let namespace = g.namespace("netd-dial");
     let ns = namespace.name.as_str();
-    let dir: PathBuf = std::env::temp_dir().join(format!("netd-dial-test-{}", std::process::id()));
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("netd-webhook-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let other = dir.join("other");
