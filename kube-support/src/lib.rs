@@ -7,6 +7,7 @@
 //! | [`http`] | `/healthz`, `/readyz` and `/metrics` on one or two listeners |
 //! | [`logs`] | the global `tracing` subscriber: text or JSON on stderr, `RUST_LOG` |
 //! | [`tls`] | a serving certificate from a cert dir (re-read when it changes) or made at start, and a TLS listener for axum |
+//! | [`shutdown`] | SIGTERM or SIGINT, how a pod or a terminal stops the process |
 //! | [`quantity`] | Kubernetes resource quantities (`500m`, `4Gi`) in their base unit |
 //! | [`events`] | publishing an event on an object, never failing the caller |
 //! | [`webhook`] | an admission webhook's HTTPS server, how the API server reaches it, and the `caBundle` of its configuration |
@@ -18,5 +19,6 @@ pub mod http;
 pub mod leader;
 pub mod logs;
 pub mod quantity;
+pub mod shutdown;
 pub mod tls;
 pub mod webhook;

@@ -173,8 +173,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     tokio::select! {
         _ = watchers.join_next() => anyhow::bail!("a watcher stopped"),
         _ = leader::lost_if_electing(leader) => anyhow::bail!("lost the leader-election lease; exiting so that a restart re-joins the election"),
-        _ = tokio::signal::ctrl_c() => {
-            tracing::info!("interrupted; stopping");
+        () = kube_support::shutdown::signal() => {
+            tracing::info!("SIGTERM or SIGINT; stopping");
             Ok(())
         }
     }

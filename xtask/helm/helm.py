@@ -163,7 +163,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_package(args: argparse.Namespace) -> int:
-    print(helm.package(args.chart, args.destination))
+    print(helm.package(args.chart, destination=args.destination))
     return 0
 
 
