@@ -1,5 +1,5 @@
-//! From a recipe's root to a stored, named image and its archive, reusing the layer when the root and the
-//! epoch are unchanged.
+//! From a tree (a recipe's root, a project image's scratch tree) to a stored, named image and its
+//! archive, reusing the layer when the tree and the epoch are unchanged.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -35,44 +35,77 @@ pub fn build(
         Ok(v) => v.parse().context("SOURCE_DATE_EPOCH is not a number")?,
         Err(_) => root.info.epoch,
     };
-    let (layer, layer_reused) = layer(root, store, epoch)?;
+    store_image(
+        &Spec {
+            id: &recipe.id,
+            tree: &root.path,
+            layer_key: &root.key,
+            stale_layers: None,
+            epoch,
+            config: runtime_config(recipe, root, epoch, revision),
+            names: &recipe.names,
+        },
+        store,
+        archives,
+    )
+}
+
+/// One image of one layer.
+pub struct Spec<'a> {
+    /// What `cargo xtask image ID` and the archive `ID.oci.tar` are called.
+    pub id: &'a str,
+    pub tree: &'a Path,
+    /// Names the tree's content: the layer is written again only for another key or epoch.
+    pub layer_key: &'a str,
+    /// Layer records starting with this are of earlier versions of the tree, removed once a new
+    /// layer is written (for trees that change with every build).
+    pub stale_layers: Option<&'a str>,
+    pub epoch: i64,
+    pub config: RuntimeConfig,
+    /// Every name the image is stored under; the first one names it in its archive.
+    pub names: &'a [String],
+}
+
+pub fn store_image(spec: &Spec, store: &Store, archives: &Path) -> Result<Built> {
+    let (layer, layer_reused) = layer(spec, store)?;
     let manifest = store.add_image(
         std::slice::from_ref(&layer),
-        runtime_config(recipe, root, epoch, revision),
-        epoch,
-        &format!("cargo xtask image {}", recipe.id),
+        spec.config.clone(),
+        spec.epoch,
+        &format!("cargo xtask image {}", spec.id),
     )?;
-    store.tag(&manifest, &recipe.names)?;
-    let image = store.resolve(&recipe.names[0])?;
+    store.tag(&manifest, spec.names)?;
+    let image = store.resolve(&spec.names[0])?;
 
     std::fs::create_dir_all(archives)
         .with_context(|| format!("creating {}", archives.display()))?;
-    let archive = archives.join(format!("{}.oci.tar", recipe.id));
+    let archive = archives.join(format!("{}.oci.tar", spec.id));
     // The archive is rewritten only when the image or its names changed: layers are large.
-    let stamp = archives.join(format!(".{}.stamp", recipe.id));
-    let stamp_text = format!("{}\n{}\n", manifest.digest, recipe.names.join("\n"));
+    let stamp = archives.join(format!(".{}.stamp", spec.id));
+    let stamp_text = format!("{}\n{}\n", manifest.digest, spec.names.join("\n"));
     let archive_reused =
         archive.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == stamp_text);
     if !archive_reused {
-        oci_image::write_archive(store, &image, &recipe.names, epoch, &archive)?;
+        oci_image::write_archive(store, &image, spec.names, spec.epoch, &archive)?;
         std::fs::write(&stamp, stamp_text)?;
     }
     Ok(Built {
-        id: recipe.id.clone(),
+        id: spec.id.to_owned(),
         digest: manifest.digest,
         size: image.size(),
         archive,
-        names: recipe.names.clone(),
+        names: spec.names.to_vec(),
         layer_reused,
         archive_reused,
     })
 }
 
-/// The root's layer: from the cache when this root was already written with this epoch.
-fn layer(root: &Root, store: &Store, epoch: i64) -> Result<(Descriptor, bool)> {
+/// The tree's layer: from the cache when a tree with this key was already written with this epoch.
+fn layer(spec: &Spec, store: &Store) -> Result<(Descriptor, bool)> {
     let dir = super::work_dir().join("layers");
     std::fs::create_dir_all(&dir)?;
-    let record = dir.join(format!("{}-{epoch}-{LAYER_FORMAT}.json", root.key));
+    let name = format!("{}-{}-{LAYER_FORMAT}.json", spec.layer_key, spec.epoch);
+    let record = dir.join(&name);
     if let Ok(bytes) = std::fs::read(&record)
         && let Ok(layer) = serde_json::from_slice::<Descriptor>(&bytes)
         && store.has_blob(&layer.digest)
@@ -81,8 +114,8 @@ fn layer(root: &Root, store: &Store, epoch: i64) -> Result<(Descriptor, bool)> {
     }
     let started = Instant::now();
     let layer = store
-        .add_layer(&root.path, epoch)
-        .with_context(|| format!("writing the layer of {}", root.path.display()))?;
+        .add_layer(spec.tree, spec.epoch)
+        .with_context(|| format!("writing the layer of {}", spec.tree.display()))?;
     eprintln!(
         "  layer {} ({:.1} MB) written in {:.1} s",
         layer.digest,
@@ -90,6 +123,14 @@ fn layer(root: &Root, store: &Store, epoch: i64) -> Result<(Descriptor, bool)> {
         started.elapsed().as_secs_f64()
     );
     std::fs::write(&record, serde_json::to_vec(&layer)?)?;
+    if let Some(prefix) = spec.stale_layers {
+        for entry in std::fs::read_dir(&dir)?.flatten() {
+            let other = entry.file_name().to_string_lossy().into_owned();
+            if other.starts_with(prefix) && other != name {
+                std::fs::remove_file(entry.path())?;
+            }
+        }
+    }
     Ok((layer, false))
 }
 

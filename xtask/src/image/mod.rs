@@ -1,10 +1,15 @@
 //! `cargo xtask image`: OCI images of Slurm's daemons (Slinky's image contract), MariaDB and a toolbox,
-//! built offline from Debian packages into OCI archives and a local OCI image-layout store.
+//! built offline from Debian packages, and of the project's own binaries (static, FROM scratch), into OCI
+//! archives and a local OCI image-layout store.
 
 mod build;
+mod certs;
+mod compile;
 mod podman;
+mod project;
 mod recipes;
 mod roots;
+mod scratch;
 mod verify;
 
 use std::path::{Path, PathBuf};
@@ -21,8 +26,12 @@ pub struct ImageCmd {
     #[arg(long, conflicts_with = "names")]
     all: bool,
     /// Images to build: an id (`slurmd-26.05`), a component (`slurmd`: both releases), a release
-    /// (`24.11`), `mariadb` or `toolbox`.
+    /// (`24.11`), `mariadb`, `toolbox`, a project binary (`slurm-operator`, `slurm-bridge`,
+    /// `slurm-exporter`, `slurm`) or `project` (those four).
     names: Vec<String>,
+    /// Also name each selected project image `ghcr.io/slurm-rs/NAME:TAG` (repeatable).
+    #[arg(long = "tag", value_name = "TAG", value_parser = project::parse_tag)]
+    tags: Vec<String>,
     /// The OCI image-layout store the images are added to (default: $SLURM_DEV_CACHE/images,
     /// i.e. /var/cache/slurm-dev/images).
     #[arg(long)]
@@ -55,6 +64,12 @@ pub fn run(workspace: &Path, cmd: ImageCmd) -> Result<()> {
         for recipe in recipes::all() {
             println!("{:<18} {}", recipe.id, recipe.names.join("  "));
         }
+        let packages = project::packages(workspace)?;
+        for image in &project::ALL {
+            let version = packages.get(image.package).map_or("?", |p| &p.version);
+            let names = project::names(image, version, &cmd.tags);
+            println!("{:<18} {}", image.name, names.join("  "));
+        }
         return Ok(());
     }
     if let Some([reference, dir]) = cmd.unpack.as_deref() {
@@ -70,20 +85,26 @@ pub fn run(workspace: &Path, cmd: ImageCmd) -> Result<()> {
         );
         return Ok(());
     }
-    let recipes = if cmd.all {
-        recipes::all()
+    let selection = if cmd.all {
+        Selection {
+            recipes: recipes::all(),
+            project: project::ALL.iter().collect(),
+        }
     } else if cmd.names.is_empty() {
         bail!("name the images to build (see `cargo xtask image --list`), or pass --all");
     } else {
-        recipes::select(&cmd.names)?
+        select(&cmd.names)?
     };
+    if !cmd.tags.is_empty() && selection.project.is_empty() {
+        bail!("--tag names project images, and none is selected (`project`, `slurm-operator`, …)");
+    }
     if !nix::unistd::Uid::effective().is_root() {
         bail!("building images needs root (mmdebstrap, and files owned by the images' users)");
     }
     let store_dir = cmd.store.unwrap_or_else(store_path);
     let archives = crate::target_dir(workspace).join("images");
     let started = Instant::now();
-    let (built, freed) = build_all(workspace, &recipes, &store_dir)?;
+    let (built, freed) = build_all(workspace, &selection, &cmd.tags, &store_dir)?;
 
     println!("{:<18} {:>9}  {:<71}  names", "image", "size", "digest");
     for b in &built {
@@ -111,18 +132,40 @@ pub fn run(workspace: &Path, cmd: ImageCmd) -> Result<()> {
         archives.display()
     );
     if cmd.verify {
-        verify::verify(&recipes, &archives, &work_dir().join("verify"))?;
+        let work = work_dir().join("verify");
+        verify::verify(&selection.recipes, &archives, &work)?;
+        let project: Vec<_> = built
+            .iter()
+            .filter(|b| selection.project.iter().any(|p| p.name == b.id))
+            .collect();
+        verify::project(&project, &work)?;
     }
     Ok(())
+}
+
+/// What `cargo xtask image NAME…` builds.
+struct Selection {
+    recipes: Vec<recipes::Recipe>,
+    project: Vec<&'static project::Project>,
+}
+
+fn select(selectors: &[String]) -> Result<Selection> {
+    let (project, rest) = project::split(selectors);
+    let recipes = if rest.is_empty() {
+        Vec::new()
+    } else {
+        recipes::select(&rest)?
+    };
+    Ok(Selection { recipes, project })
 }
 
 /// Builds `selectors`' images (as `cargo xtask image NAME…`) into the default store, quietly
 /// reusing what is current: what `cargo xtask kube up` needs before pods can start.
 pub fn ensure(workspace: &Path, selectors: &[&str]) -> Result<()> {
     let names: Vec<String> = selectors.iter().map(|s| s.to_string()).collect();
-    let recipes = recipes::select(&names)?;
+    let selection = select(&names)?;
     let started = Instant::now();
-    let (built, _) = build_all(workspace, &recipes, &store_path())?;
+    let (built, _) = build_all(workspace, &selection, &[], &store_path())?;
     let fresh = built.iter().filter(|b| !b.layer_reused).count();
     eprintln!(
         "images {} ready in {:.1} s ({fresh} built anew) in {}",
@@ -135,17 +178,26 @@ pub fn ensure(workspace: &Path, selectors: &[&str]) -> Result<()> {
 
 fn build_all(
     workspace: &Path,
-    recipes: &[recipes::Recipe],
+    selection: &Selection,
+    tags: &[String],
     store_dir: &Path,
 ) -> Result<(Vec<build::Built>, u64)> {
     let store = oci_image::Store::open(store_dir)?;
     let archives = crate::target_dir(workspace).join("images");
     let revision = git_revision(workspace);
     let mut built = Vec::new();
-    for recipe in recipes {
+    for recipe in &selection.recipes {
         let root = roots::ensure(recipe)?;
         built.push(build::build(recipe, &root, &store, &archives, &revision)?);
     }
+    built.extend(project::build(
+        workspace,
+        &selection.project,
+        tags,
+        &store,
+        &archives,
+        &revision,
+    )?);
     let freed = store.remove_unreferenced_blobs()?;
     Ok((built, freed))
 }

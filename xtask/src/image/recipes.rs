@@ -9,6 +9,9 @@ pub enum Base {
     Minbase,
     /// Only the packages' files (`--variant=extract`): for busybox, which needs nothing else.
     Extract,
+    /// Only the packages' files, as they are: a source of files for other images (the CA bundle of
+    /// the project images), never an image itself.
+    Files,
 }
 
 #[derive(Clone, Debug)]
@@ -264,9 +267,15 @@ pub fn select(selectors: &[String]) -> anyhow::Result<Vec<Recipe>> {
             .collect();
         if matched.is_empty() {
             anyhow::bail!(
-                "no image {selector:?}: expected one of {}, a component name or a release",
+                "no image {selector:?}: expected one of {}, a component name, a release, `project` or a \
+                 project binary ({})",
                 all.iter()
                     .map(|r| r.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                super::project::ALL
+                    .iter()
+                    .map(|p| p.name)
                     .collect::<Vec<_>>()
                     .join(", ")
             );

@@ -83,7 +83,7 @@ pub fn ensure(recipe: &Recipe) -> Result<Root> {
         recipe.root_id,
         match recipe.base {
             Base::Minbase => "minbase +",
-            Base::Extract => "extracted",
+            Base::Extract | Base::Files => "extracted",
         },
         recipe.packages.join(" "),
         recipe.suite,
@@ -139,7 +139,7 @@ fn mmdebstrap(recipe: &Recipe, target: &Path, log: &Path, epoch: i64) -> Result<
     let mut cmd = Command::new("mmdebstrap");
     let variant = match recipe.base {
         Base::Minbase => "minbase",
-        Base::Extract => "extract",
+        Base::Extract | Base::Files => "extract",
     };
     cmd.arg(format!("--variant={variant}"))
         .arg(format!("--include={}", recipe.packages.join(",")))
@@ -222,6 +222,7 @@ fn finish(recipe: &Recipe, root: &Path) -> Result<()> {
     match recipe.base {
         Base::Minbase => slurm_dirs(root)?,
         Base::Extract => busybox_root(root)?,
+        Base::Files => {}
     }
     for (path, mode, content) in &recipe.files {
         let file = root.join(path);
@@ -319,6 +320,17 @@ fn clear_files(dir: &Path) -> Result<()> {
 }
 
 fn package_version(recipe: &Recipe, root: &Path) -> Result<String> {
+    if recipe.base == Base::Files {
+        // Extracted packages are not in dpkg's status; their changelog's first line names the version.
+        let changelog = root.join(format!("usr/share/doc/{}/changelog.gz", recipe.version_of));
+        let text = run(Command::new("gzip").arg("-dc").arg(&changelog))?;
+        let first = text.lines().next().unwrap_or_default();
+        return Ok(first
+            .split_once('(')
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map_or("unknown", |(version, _)| version)
+            .to_owned());
+    }
     if recipe.base == Base::Extract {
         // No dpkg database is kept; busybox itself says its version.
         let busybox = ["usr/bin/busybox", "bin/busybox"]

@@ -1,6 +1,7 @@
 //! `cargo xtask image --verify`: loads the archives into podman and runs each image's entrypoint for real —
 //! the toolbox's pause, MariaDB's initialisation, and per Slurm release a whole cluster in one pod
-//! (MariaDB, slurmdbd, slurmctld, a dynamic slurmd, slurmrestd, a login node) that runs a job.
+//! (MariaDB, slurmdbd, slurmctld, a dynamic slurmd, slurmrestd, a login node) that runs a job; and the
+//! project images' binaries.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -49,6 +50,45 @@ pub fn verify(recipes: &[Recipe], archives: &Path, work: &Path) -> Result<()> {
             cluster(&podman, release, work)?;
         }
     }
+    Ok(())
+}
+
+/// Each project image: loads its archive, checks it runs as `nonroot`, and runs its binary's `--help`
+/// (the binary is all there is: no shell to run anything else with).
+pub fn project(built: &[&super::build::Built], work: &Path) -> Result<()> {
+    if built.is_empty() {
+        return Ok(());
+    }
+    let podman = Podman::new(&work.join("podman"))?;
+    for image in built {
+        let archive = image.archive.to_str().context("non-UTF-8 path")?;
+        podman.run(&["load", "-i", archive])?;
+        for alias in &image.names[1..] {
+            podman.run(&["tag", &image.names[0], alias])?;
+        }
+        let user = podman.run(&[
+            "image",
+            "inspect",
+            "-f",
+            "{{.Config.User}}",
+            &image.names[0],
+        ])?;
+        if user.trim() != "65532:65532" {
+            bail!(
+                "{} runs as {:?}, not 65532:65532",
+                image.names[0],
+                user.trim()
+            );
+        }
+        let help = podman.run(&["run", "--rm", &image.names[0], "--help"])?;
+        println!(
+            "{}: {} ({})",
+            image.id,
+            help.lines().next().unwrap_or_default(),
+            image.names[0]
+        );
+    }
+    podman.run(&["image", "prune", "-f"])?;
     Ok(())
 }
 
