@@ -82,9 +82,13 @@ pub fn requests(audit_log: &Path, user: &str) -> Vec<Request> {
         });
     let needle = format!("\"username\":\"{user}\"");
     for file in files {
-        let text = std::fs::read_to_string(&file).unwrap_or_default();
-        for line in text.lines().filter(|l| l.contains(&needle)) {
-            let Ok(event) = serde_json::from_str::<Value>(line) else {
+        let open = std::fs::File::open(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for line in std::io::BufRead::lines(std::io::BufReader::new(open)) {
+            let line = line.unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            if !line.contains(&needle) {
+                continue;
+            }
+            let Ok(event) = serde_json::from_str::<Value>(&line) else {
                 continue;
             };
             if event["user"]["username"] != user {
