@@ -91,6 +91,8 @@ async fn reconcile(d: Arc<Deployment>, client: Client) -> anyhow::Result<()> {
         }
     }
     let available = ready >= replicas;
+    // As the deployment controller reports a finished rollout; Helm's --wait (kstatus) waits for it.
+    let rolled_out = available && updated == replicas && total == replicas;
     let status = serde_json::json!({"status": {
         "replicas": total,
         "updatedReplicas": updated,
@@ -102,6 +104,11 @@ async fn reconcile(d: Arc<Deployment>, client: Client) -> anyhow::Result<()> {
             "type": "Available",
             "status": if available { "True" } else { "False" },
             "reason": if available { "MinimumReplicasAvailable" } else { "MinimumReplicasUnavailable" },
+        }, {
+            "type": "Progressing",
+            "status": "True",
+            "reason": if rolled_out { "NewReplicaSetAvailable" } else { "ReplicaSetUpdated" },
+            "message": format!("ReplicaSet \"{name}\" {}", if rolled_out { "has successfully progressed." } else { "is progressing." }),
         }],
     }});
     Api::<Deployment>::namespaced(client, &ns)

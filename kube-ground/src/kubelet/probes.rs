@@ -108,7 +108,12 @@ impl Prober {
                 };
                 let host = http.host.clone().unwrap_or_else(|| pod_ip.to_string());
                 let path = http.path.clone().unwrap_or_else(|| "/".into());
-                return in_netns(netns, &["http", &format!("{host}:{port}"), &path], timeout).await;
+                let kind = if http.scheme.as_deref() == Some("HTTPS") {
+                    "https"
+                } else {
+                    "http"
+                };
+                return in_netns(netns, &[kind, &format!("{host}:{port}"), &path], timeout).await;
             }
             false
         };
@@ -151,20 +156,31 @@ async fn in_netns(netns: &str, args: &[&str], timeout: Duration) -> bool {
     rx.await.unwrap_or(false)
 }
 
-/// A TCP connection, or an HTTP GET answered with a status from 200 to 399.
+/// A TCP connection, or an HTTP(S) GET answered with a status from 200 to 399.
 fn check(kind: &str, target: &str, path: Option<&str>, timeout: Duration) -> anyhow::Result<()> {
-    use std::io::{Read, Write};
     use std::net::{TcpStream, ToSocketAddrs};
     let addr = target
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| anyhow::anyhow!("{target}: no address"))?;
-    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+    let stream = TcpStream::connect_timeout(&addr, timeout)?;
     if kind == "tcp" {
         return Ok(());
     }
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
+    if kind == "https" {
+        let tls = rustls::ClientConnection::new(insecure::config(), "probe".try_into()?)?;
+        return http_get(rustls::StreamOwned::new(tls, stream), target, path);
+    }
+    http_get(stream, target, path)
+}
+
+fn http_get(
+    mut stream: impl std::io::Read + std::io::Write,
+    target: &str,
+    path: Option<&str>,
+) -> anyhow::Result<()> {
     write!(
         stream,
         "GET {} HTTP/1.1\r\nHost: {target}\r\nUser-Agent: kube-probe/1.36\r\nConnection: close\r\n\r\n",
@@ -182,6 +198,79 @@ fn check(kind: &str, target: &str, path: Option<&str>, timeout: Duration) -> any
         Ok(())
     } else {
         anyhow::bail!("HTTP {code}")
+    }
+}
+
+/// As the kubelet does for HTTPS probes: TLS without checking the server's certificate (a probe
+/// asks whether the server answers, not who it is).
+mod insecure {
+    use std::sync::{Arc, LazyLock};
+
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::crypto::{CryptoProvider, ring};
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::{ClientConfig, DigitallySignedStruct, Error, SignatureScheme};
+
+    pub fn config() -> Arc<ClientConfig> {
+        static CONFIG: LazyLock<Arc<ClientConfig>> = LazyLock::new(|| {
+            let provider = Arc::new(ring::default_provider());
+            let config = ClientConfig::builder_with_provider(provider.clone())
+                .with_safe_default_protocol_versions()
+                .expect("ring supports the default TLS versions")
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+                .with_no_client_auth();
+            Arc::new(config)
+        });
+        CONFIG.clone()
+    }
+
+    #[derive(Debug)]
+    struct AnyCertificate(Arc<CryptoProvider>);
+
+    impl ServerCertVerifier for AnyCertificate {
+        fn verify_server_cert(
+            &self,
+            _: &CertificateDer<'_>,
+            _: &[CertificateDer<'_>],
+            _: &ServerName<'_>,
+            _: &[u8],
+            _: UnixTime,
+        ) -> Result<ServerCertVerified, Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, Error> {
+            rustls::crypto::verify_tls12_signature(
+                message,
+                cert,
+                dss,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, Error> {
+            rustls::crypto::verify_tls13_signature(
+                message,
+                cert,
+                dss,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.0.signature_verification_algorithms.supported_schemes()
+        }
     }
 }
 
@@ -205,5 +294,62 @@ mod tests {
         assert_eq!(p.record(false, now), None);
         assert_eq!(p.record(false, now), Some(false));
         assert_eq!(p.verdict, Some(false));
+    }
+
+    /// An HTTPS probe of a server with a self-signed certificate succeeds (the kubelet does not
+    /// verify it), and a plain HTTP probe of the same port fails. Needs `openssl`.
+    #[test]
+    fn https_probe_skips_verification() {
+        use std::process::{Command, Stdio};
+        let dir = std::env::temp_dir().join(format!("probe-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (key, cert) = (dir.join("key.pem"), dir.join("cert.pem"));
+        let made = Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+            ])
+            .args(["-nodes", "-days", "1", "-subj", "/CN=probe", "-keyout"])
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl is installed");
+        assert!(made.success());
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut server = Command::new("openssl")
+            .args(["s_server", "-www", "-quiet", "-accept"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("-key")
+            .arg(&key)
+            .arg("-cert")
+            .arg(&cert)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let target = format!("127.0.0.1:{port}");
+        let timeout = Duration::from_secs(2);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut ok = check("https", &target, Some("/"), timeout);
+        while ok.is_err() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            ok = check("https", &target, Some("/"), timeout);
+        }
+        let plain = check("http", &target, Some("/"), timeout);
+        server.kill().unwrap();
+        server.wait().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        ok.unwrap();
+        assert!(plain.is_err());
     }
 }
