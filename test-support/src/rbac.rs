@@ -94,24 +94,41 @@ pub fn requests(audit_log: &Path, user: &str) -> Vec<Request> {
             if event["user"]["username"] != user {
                 continue;
             }
-            let o = &event["objectRef"];
-            let Some(resource) = o["resource"].as_str() else {
-                continue;
-            };
-            let resource = match o["subresource"].as_str() {
-                Some(sub) => format!("{resource}/{sub}"),
-                None => resource.to_owned(),
-            };
-            out.insert(Request {
-                verb: event["verb"].as_str().unwrap_or_default().to_owned(),
-                group: o["apiGroup"].as_str().unwrap_or_default().to_owned(),
-                resource,
-                namespace: o["namespace"].as_str().map(str::to_owned),
-                name: o["name"].as_str().map(str::to_owned),
-            });
+            out.extend(from_event(&event));
         }
     }
     out.into_iter().collect()
+}
+
+/// The requests one audit event stands for. A patch or update answered 201 created its object:
+/// the API server then also authorized `create` (server-side apply creates through patch), a check
+/// the audit log shows only as this status.
+fn from_event(event: &Value) -> Vec<Request> {
+    let o = &event["objectRef"];
+    let Some(resource) = o["resource"].as_str() else {
+        return Vec::new();
+    };
+    let resource = match o["subresource"].as_str() {
+        Some(sub) => format!("{resource}/{sub}"),
+        None => resource.to_owned(),
+    };
+    let request = Request {
+        verb: event["verb"].as_str().unwrap_or_default().to_owned(),
+        group: o["apiGroup"].as_str().unwrap_or_default().to_owned(),
+        resource,
+        namespace: o["namespace"].as_str().map(str::to_owned),
+        name: o["name"].as_str().map(str::to_owned),
+    };
+    let created = event["responseStatus"]["code"] == 201;
+    if created && (request.verb == "patch" || request.verb == "update") {
+        let create = Request {
+            verb: "create".into(),
+            ..request.clone()
+        };
+        vec![request, create]
+    } else {
+        vec![request]
+    }
 }
 
 /// The rules bound to service account `namespace`/`name`, from the objects of
@@ -266,6 +283,22 @@ mod tests {
             namespace: ns.map(Into::into),
             name: None,
         }
+    }
+
+    #[test]
+    fn an_apply_that_created_its_object_also_used_create() {
+        let event = |verb: &str, code: u16| {
+            serde_json::json!({"verb": verb, "responseStatus": {"code": code},
+                "objectRef": {"resource": "configmaps", "namespace": "a", "name": "c", "apiVersion": "v1"}})
+        };
+        let verbs = |e: &Value| from_event(e).into_iter().map(|r| r.verb).collect::<Vec<_>>();
+        assert_eq!(verbs(&event("patch", 201)), ["patch", "create"]);
+        assert_eq!(verbs(&event("patch", 200)), ["patch"]);
+        assert_eq!(verbs(&event("get", 201)), ["get"]);
+        let status = serde_json::json!({"verb": "patch", "responseStatus": {"code": 200},
+            "objectRef": {"resource": "nodesets", "subresource": "status", "apiGroup": "slinky.slurm.net"}});
+        assert_eq!(from_event(&status)[0].resource, "nodesets/status");
+        assert!(from_event(&serde_json::json!({"verb": "get"})).is_empty());
     }
 
     #[test]

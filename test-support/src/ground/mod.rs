@@ -157,6 +157,44 @@ impl Ground {
             .collect::<Vec<_>>()
             .join("\n")
     }
+
+    /// The last `lines` lines of every container log of the pods in `ns`, past and present, each
+    /// under a heading: what a failing test shows of the components it ran.
+    pub fn logs_tail(&self, ns: &str, lines: usize) -> String {
+        let root = std::path::Path::new("/var/lib/slurm-dev/kube/logs/pods");
+        let mut out = String::new();
+        let mut pods: Vec<_> = std::fs::read_dir(root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{ns}_")))
+            })
+            .collect();
+        pods.sort();
+        for pod in pods {
+            for container in std::fs::read_dir(&pod).into_iter().flatten().flatten() {
+                let text =
+                    std::fs::read_to_string(container.path().join("0.log")).unwrap_or_default();
+                let all: Vec<&str> = text
+                    .lines()
+                    .filter_map(|l| l.splitn(4, ' ').nth(3))
+                    .collect();
+                let name = pod.file_name().unwrap_or_default().to_string_lossy();
+                out.push_str(&format!(
+                    "--- {name}/{}\n",
+                    container.file_name().to_string_lossy()
+                ));
+                for line in &all[all.len().saturating_sub(lines)..] {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
 }
 
 pub struct Namespace<'a> {
