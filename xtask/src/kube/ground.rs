@@ -88,8 +88,26 @@ pub fn up(shape: &Shape, workspace: &Path) -> Result<(State, Built)> {
     }
 }
 
+/// Each ground starts with an empty audit log: an earlier ground's requests would count in RBAC checks,
+/// and its rotated files would fill /run (a tmpfs) ground after ground.
+fn remove_audit_logs(logs: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(logs) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        other => other.with_context(|| format!("listing {}", logs.display()))?,
+    };
+    for entry in entries {
+        let path = entry?.path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if name.starts_with("audit") && name.ends_with(".log") {
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
 fn start(state: &mut State, built: &Built) -> Result<()> {
     let logs = state::log_dir();
+    remove_audit_logs(&logs)?;
     let etcd_dir = state::etcd_dir();
     if etcd_dir.exists() {
         std::fs::remove_dir_all(&etcd_dir)
