@@ -20,7 +20,15 @@ const RUSTFLAGS: &str = "-C target-feature=+crt-static";
 /// Builds the binaries of `selected` and returns their paths, in the same order. Every project image's
 /// package and features are always named, so cargo resolves the same features whichever images are
 /// selected, and building one image reuses what building all of them compiled.
-pub fn build(workspace: &Path, all: &[Project], selected: &[&Project]) -> Result<Vec<PathBuf>> {
+pub fn build(
+    workspace: &Path,
+    all: &[Project],
+    selected: &[&Project],
+    dev: bool,
+) -> Result<Vec<PathBuf>> {
+    if dev {
+        return build_dev(workspace, selected);
+    }
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(workspace)
         .args(["build", "--profile", PROFILE, "--target", TARGET])
@@ -55,6 +63,43 @@ pub fn build(workspace: &Path, all: &[Project], selected: &[&Project]) -> Result
     }
     eprintln!(
         "  {} static binar{} ready in {:.1} s",
+        binaries.len(),
+        if binaries.len() == 1 { "y" } else { "ies" },
+        started.elapsed().as_secs_f64()
+    );
+    Ok(binaries)
+}
+
+/// `--dev`: each binary from the dev profile, linked statically at the end. Only the binary's own crate
+/// gets the static flag, so every dependency is the one the tests already compiled and a build takes a
+/// link, not a release build. Images for the test ground, not for shipping: opt-level 0, no symbols.
+fn build_dev(workspace: &Path, selected: &[&Project]) -> Result<Vec<PathBuf>> {
+    let started = Instant::now();
+    let out = crate::target_dir(workspace).join("image-dev");
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mut binaries = Vec::new();
+    for image in selected {
+        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cmd.current_dir(workspace)
+            .args(["rustc", "--package", image.package, "--bin", image.name]);
+        if !image.features.is_empty() {
+            cmd.arg("--features").arg(image.features.join(","));
+        }
+        cmd.args(["--", "-C", "target-feature=+crt-static", "-C", "strip=symbols"]);
+        let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;
+        if !status.success() {
+            bail!("building {} failed ({status}): {cmd:?}", image.name);
+        }
+        // Copied out: the next `cargo test` links its own binary over target/debug's.
+        let built = crate::target_dir(workspace).join("debug").join(image.name);
+        let binary = out.join(image.name);
+        std::fs::copy(&built, &binary)
+            .with_context(|| format!("copying {} to {}", built.display(), binary.display()))?;
+        check(&binary)?;
+        binaries.push(binary);
+    }
+    eprintln!(
+        "  {} static dev binar{} ready in {:.1} s",
         binaries.len(),
         if binaries.len() == 1 { "y" } else { "ies" },
         started.elapsed().as_secs_f64()

@@ -32,6 +32,11 @@ pub struct ImageCmd {
     /// Also name each selected project image `ghcr.io/slurm-rs/NAME:TAG` (repeatable).
     #[arg(long = "tag", value_name = "TAG", value_parser = project::parse_tag)]
     tags: Vec<String>,
+    /// Project images from the dev profile: only linking on top of what the tests compiled (about a
+    /// minute instead of a release build), unoptimised, no symbols. For the test ground (CI's Helm
+    /// end-to-end), not for shipping.
+    #[arg(long)]
+    dev: bool,
     /// The OCI image-layout store the images are added to (default: $SLURM_DEV_CACHE/images,
     /// i.e. /var/cache/slurm-dev/images).
     #[arg(long)]
@@ -104,7 +109,7 @@ pub fn run(workspace: &Path, cmd: ImageCmd) -> Result<()> {
     let store_dir = cmd.store.unwrap_or_else(store_path);
     let archives = crate::target_dir(workspace).join("images");
     let started = Instant::now();
-    let (built, freed) = build_all(workspace, &selection, &cmd.tags, &store_dir)?;
+    let (built, freed) = build_all(workspace, &selection, &cmd.tags, cmd.dev, &store_dir)?;
 
     println!("{:<18} {:>9}  {:<71}  names", "image", "size", "digest");
     for b in &built {
@@ -165,7 +170,7 @@ pub fn ensure(workspace: &Path, selectors: &[&str]) -> Result<()> {
     let names: Vec<String> = selectors.iter().map(|s| s.to_string()).collect();
     let selection = select(&names)?;
     let started = Instant::now();
-    let (built, _) = build_all(workspace, &selection, &[], &store_path())?;
+    let (built, _) = build_all(workspace, &selection, &[], false, &store_path())?;
     let fresh = built.iter().filter(|b| !b.layer_reused).count();
     eprintln!(
         "images {} ready in {:.1} s ({fresh} built anew) in {}",
@@ -180,6 +185,7 @@ fn build_all(
     workspace: &Path,
     selection: &Selection,
     tags: &[String],
+    dev: bool,
     store_dir: &Path,
 ) -> Result<(Vec<build::Built>, u64)> {
     let store = oci_image::Store::open(store_dir)?;
@@ -194,6 +200,7 @@ fn build_all(
         workspace,
         &selection.project,
         tags,
+        dev,
         &store,
         &archives,
         &revision,

@@ -172,6 +172,7 @@ pub fn build(
     workspace: &Path,
     selected: &[&Project],
     tags: &[String],
+    dev: bool,
     store: &Store,
     archives: &Path,
     revision: &str,
@@ -180,7 +181,7 @@ pub fn build(
         return Ok(Vec::new());
     }
     let packages = packages(workspace)?;
-    let binaries = compile::build(workspace, &ALL, selected)?;
+    let binaries = compile::build(workspace, &ALL, selected, dev)?;
     let bundle = certs::bundle()?;
     eprintln!(
         "  CA bundle: {} certificates from Debian ca-certificates {}",
