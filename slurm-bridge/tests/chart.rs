@@ -508,14 +508,17 @@ fn webhook_with_an_existing_certificate() {
 #[test]
 fn webhook_made_by_the_binary() {
     let objects = render(&["--set", "webhook.certManager.enabled=false"]);
-    // The binary creates and updates the configurations: the chart renders none, and no
-    // certificate.
+    // Helm owns the configurations (so an uninstall removes them); the binary writes its CA into
+    // them. No certificate.
+    assert_webhooks_match_the_code(&objects, None);
     for kind in [
         "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration",
-        "Certificate",
-        "Issuer",
     ] {
+        let o = one(&objects, kind);
+        assert!(o["metadata"]["annotations"].is_null(), "{kind}: {o}");
+    }
+    for kind in ["Certificate", "Issuer"] {
         assert!(all(&objects, kind).is_empty(), "{kind} rendered");
     }
     let a = args(&objects);
@@ -539,7 +542,7 @@ fn webhook_made_by_the_binary() {
             .iter()
             .all(|m| m["name"] != "webhook-cert")
     );
-    // Rights on exactly the two configurations the binary writes.
+    // Rights to read and update exactly the two configurations, not to create any.
     const NAME: &[&str] = &[hook_config::CONFIGURATION_NAME];
     let mut expected = base_grants();
     expected.push((
@@ -553,18 +556,6 @@ fn webhook_made_by_the_binary() {
         "validatingwebhookconfigurations",
         &["get", "update"],
         NAME,
-    ));
-    expected.push((
-        "admissionregistration.k8s.io",
-        "mutatingwebhookconfigurations",
-        &["create"],
-        &[],
-    ));
-    expected.push((
-        "admissionregistration.k8s.io",
-        "validatingwebhookconfigurations",
-        &["create"],
-        &[],
     ));
     assert_eq!(rules(one(&objects, "ClusterRole")), grants(&expected));
 
