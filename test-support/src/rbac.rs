@@ -291,7 +291,12 @@ mod tests {
             serde_json::json!({"verb": verb, "responseStatus": {"code": code},
                 "objectRef": {"resource": "configmaps", "namespace": "a", "name": "c", "apiVersion": "v1"}})
         };
-        let verbs = |e: &Value| from_event(e).into_iter().map(|r| r.verb).collect::<Vec<_>>();
+        let verbs = |e: &Value| {
+            from_event(e)
+                .into_iter()
+                .map(|r| r.verb)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(verbs(&event("patch", 201)), ["patch", "create"]);
         assert_eq!(verbs(&event("patch", 200)), ["patch"]);
         assert_eq!(verbs(&event("get", 201)), ["get"]);

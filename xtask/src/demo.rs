@@ -1,8 +1,10 @@
-//! `cargo xtask demo`: a real Slurm cluster, and the project's tools working against it;
-//! `cargo xtask demo operator`: a Slurm cluster on the Kubernetes test ground made from
-//! Slinky-style custom resources by the project's operator ([`operator`]).
+//! `cargo xtask demo`: the whole system deployed with the project's images and Helm charts on the
+//! Kubernetes test ground ([`stack`]); `cargo xtask demo client`: a real Slurm cluster, and the
+//! client and CLI working against it; `cargo xtask demo operator`: a Slurm cluster made from
+//! Slinky-style custom resources by the operator run from source ([`operator`]).
 
 mod operator;
+mod stack;
 
 use std::path::Path;
 use std::process::Command;
@@ -17,10 +19,15 @@ const RELEASE: Release = Release::R26_05;
 pub struct DemoArgs {
     #[command(subcommand)]
     what: Option<DemoCmd>,
+    #[command(flatten)]
+    stack: stack::StackArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
 enum DemoCmd {
+    /// A real Slurm 26.05 cluster on this machine (started if needed), and the client and the
+    /// `slurm` CLI working against it.
+    Client,
     /// A Slurm cluster made from Slinky-style custom resources by slurm-operator, on the
     /// Kubernetes test ground (started if needed); left running until Ctrl-C or `--down`.
     Operator(operator::OperatorArgs),
@@ -28,7 +35,8 @@ enum DemoCmd {
 
 pub fn run(workspace: &Path, args: &DemoArgs) -> Result<()> {
     match &args.what {
-        None => run_client(workspace),
+        None => stack::run(workspace, &args.stack),
+        Some(DemoCmd::Client) => run_client(workspace),
         Some(DemoCmd::Operator(args)) => operator::run(workspace, args),
     }
 }

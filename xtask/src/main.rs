@@ -41,8 +41,10 @@ enum Cmd {
     /// Local Slurm clusters for development and tests.
     #[command(subcommand)]
     Slurm(slurm::SlurmCmd),
-    /// Start a real Slurm 26.05 cluster (or use the running one) and show the tools working against
-    /// it; `demo operator`: a cluster made from custom resources by slurm-operator.
+    /// The whole system on this machine: the Kubernetes test ground, the project's images and Helm
+    /// charts (operator, a Slurm cluster from custom resources, exporter, bridge) and a pod scheduled
+    /// by Slurm; `demo client`: a Slurm cluster and the client/CLI; `demo operator`: the operator from
+    /// source.
     Demo(demo::DemoArgs),
     /// Everything CI runs: generated-code check, fmt, clippy, all tests against real Slurm 24.11 and
     /// 26.05 clusters started and stopped here (needs root), and a build of the benchmarks.

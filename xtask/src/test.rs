@@ -242,6 +242,34 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
         crate::kube::ground::down().map(drop)
     })?;
     kube_tests?;
+    // What users install: the project's images and charts, with real Helm, on a fresh ground.
+    t.phase(
+        "images of the project's binaries, dev profile (cargo xtask image project --dev --tag e2e-upgrade)",
+        || {
+            let mut cmd = Command::new(std::env::current_exe()?);
+            cmd.current_dir(workspace)
+                .args(["image", "project", "--dev", "--tag", "e2e-upgrade"]);
+            status(cmd)
+        },
+    )?;
+    t.phase("Kubernetes test ground up for the Helm end-to-end", || {
+        crate::kube::ground::up(
+            &crate::kube::ground::Shape {
+                nodes: 3,
+                slurm: None,
+            },
+            workspace,
+        )
+        .map(drop)
+    })?;
+    let deploy = t.phase(
+        "Helm end-to-end: charts and images installed, used, upgraded, uninstalled (cargo test -p xtask --test deploy)",
+        || status(cargo(&["test", "-p", "xtask", "--test", "deploy", "--", "--nocapture"])),
+    );
+    t.phase("Kubernetes test ground down", || {
+        crate::kube::ground::down().map(drop)
+    })?;
+    deploy?;
     t.phase("start Slurm 24.11 and 26.05 with accounting", || {
         for release in Release::ALL {
             slurm::up(&UpArgs {

@@ -85,7 +85,13 @@ fn build_dev(workspace: &Path, selected: &[&Project]) -> Result<Vec<PathBuf>> {
         if !image.features.is_empty() {
             cmd.arg("--features").arg(image.features.join(","));
         }
-        cmd.args(["--", "-C", "target-feature=+crt-static", "-C", "strip=symbols"]);
+        cmd.args([
+            "--",
+            "-C",
+            "target-feature=+crt-static",
+            "-C",
+            "strip=symbols",
+        ]);
         let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;
         if !status.success() {
             bail!("building {} failed ({status}): {cmd:?}", image.name);
