@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret};
 use kube::{Api, Client};
 
 /// One object's keys and values.
@@ -15,6 +15,9 @@ pub type Data = BTreeMap<String, Vec<u8>>;
 pub struct Refs {
     config_maps: BTreeMap<String, Data>,
     secrets: BTreeMap<String, Data>,
+    /// PersistentVolumeClaim name → uid: a claim's volume belongs to that claim object, not to
+    /// whichever claim had its name before.
+    claims: BTreeMap<String, String>,
 }
 
 impl Refs {
@@ -66,6 +69,20 @@ impl Refs {
                 refs.secrets.insert(name, data);
             }
         }
+        let claim_api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+        for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+            let Some(claim) = &v.persistent_volume_claim else {
+                continue;
+            };
+            let name = &claim.claim_name;
+            let pvc = claim_api
+                .get_opt(name)
+                .await
+                .with_context(|| format!("reading persistentvolumeclaim {ns}/{name}"))?
+                .with_context(|| format!("persistentvolumeclaim {ns}/{name} not found"))?;
+            let uid = pvc.metadata.uid.unwrap_or_default();
+            refs.claims.insert(name.clone(), uid);
+        }
         Ok(refs)
     }
 
@@ -80,7 +97,19 @@ impl Refs {
                 .iter()
                 .map(|(n, d)| (n.to_string(), d.clone()))
                 .collect(),
+            claims: BTreeMap::new(),
         }
+    }
+
+    #[cfg(test)]
+    pub fn with_claim(mut self, name: &str, uid: &str) -> Refs {
+        self.claims.insert(name.into(), uid.into());
+        self
+    }
+
+    /// The uid of claim `name`, read when the pod started.
+    pub fn claim_uid(&self, name: &str) -> Option<&str> {
+        self.claims.get(name).map(String::as_str)
     }
 
     pub fn config_map_data(&self, name: &str) -> Option<&Data> {

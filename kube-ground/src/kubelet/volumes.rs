@@ -30,7 +30,7 @@ pub struct Inputs<'a> {
     pub refs: &'a Refs,
     /// The pod's own directory (volumes go under `volumes/`).
     pub pod_dir: &'a Path,
-    /// Persistent volume claims live in `<claims_dir>/<namespace>/<claim>`.
+    /// Persistent volume claims live in `<claims_dir>/<namespace>/<claim>-<uid>`.
     pub claims_dir: &'a Path,
     /// The service account token and the cluster CA, for serviceAccountToken projections.
     pub token: &'a str,
@@ -181,7 +181,14 @@ fn one(pod: &Pod, v: &Volume, inputs: &Inputs) -> Result<HostVolume> {
     }
     if let Some(claim) = &v.persistent_volume_claim {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-        let path = inputs.claims_dir.join(ns).join(&claim.claim_name);
+        let name = &claim.claim_name;
+        // By uid: a claim made again under an old name (a reinstall) starts empty, as a newly
+        // provisioned volume does.
+        let uid = inputs
+            .refs
+            .claim_uid(name)
+            .with_context(|| format!("claim {name} was not read"))?;
+        let path = inputs.claims_dir.join(ns).join(format!("{name}-{uid}"));
         if !path.exists() {
             // A new claim's directory is world-writable, as the local-path provisioner makes
             // it: fsGroup does not apply to such host-directory volumes, and a pod running as
@@ -352,6 +359,36 @@ mod tests {
         .unwrap();
         let err = format!("{:#}", prepare(&missing, &inputs).unwrap_err());
         assert!(err.contains("\"v\"") && err.contains("absent"), "{err}");
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn a_claim_made_again_under_its_old_name_starts_empty() {
+        let tmp = std::env::temp_dir().join(format!("claims-{}", std::process::id()));
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"containers": [], "volumes": [
+                {"name": "state", "persistentVolumeClaim": {"claimName": "statesave"}},
+            ]}
+        }))
+        .unwrap();
+        let path = |uid: &str| {
+            let refs = Refs::default().with_claim("statesave", uid);
+            let inputs = Inputs {
+                refs: &refs,
+                pod_dir: &tmp,
+                claims_dir: &tmp.join("claims"),
+                token: "t",
+                ca_crt: b"ca",
+            };
+            prepare(&pod, &inputs).unwrap()["state"].path.clone()
+        };
+        let first = path("uid-1");
+        std::fs::write(first.join("clustername"), "old").unwrap();
+        assert_eq!(path("uid-1"), first, "the same claim keeps its data");
+        let second = path("uid-2");
+        assert_ne!(second, first);
+        assert!(!second.join("clustername").exists());
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 }
