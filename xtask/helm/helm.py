@@ -123,7 +123,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         wait="watcher" if args.wait else None,
         timeout=args.timeout,
     )
-    print(f"installed {args.name}: revision {release.get('version')}, {status_of(release)}")
+    report("installed", args.name, release)
     return 0
 
 
@@ -141,7 +141,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
         wait="watcher" if args.wait else None,
         timeout=args.timeout,
     )
-    print(f"upgraded {args.name}: revision {release.get('version')}, {status_of(release)}")
+    report("upgraded", args.name, release)
     return 0
 
 
@@ -158,7 +158,7 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     for r in config(args.namespace).list() or []:
-        print(f"{r.get('name')}\t{r.get('namespace')}\t{r.get('version')}\t{status_of(r)}")
+        print(f"{r.get('name')}\t{r.get('namespace')}\t{r.get('revision')}\t{status_of(r)}")
     return 0
 
 
@@ -169,7 +169,15 @@ def cmd_package(args: argparse.Namespace) -> int:
 
 def status_of(release: dict[str, Any]) -> str:
     info = release.get("info") or {}
-    return str(info.get("status", "unknown"))
+    return str(release.get("status") or info.get("status") or "unknown")
+
+
+def report(done: str, name: str, release: dict[str, Any]) -> None:
+    """As helm says it: the release, its revision and status, then the chart's NOTES."""
+    print(f"{done} {name}: revision {release.get('revision')}, {status_of(release)}")
+    notes = (release.get("notes") or "").strip()
+    if notes:
+        print(f"NOTES:\n{notes}")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -86,6 +86,14 @@ pub fn run(cmd: KubeCmd, workspace: &std::path::Path) -> Result<()> {
                     "the Kubernetes test ground is not running: start it with `cargo xtask kube up`"
                 );
             }
+            // `ip netns exec` mounts this over /etc/resolv.conf: the ground's DNS (netd's, the
+            // kube-dns Service address), with the search path a pod in `default` has.
+            let etc = std::path::Path::new("/etc/netns/slurm-dev-kube");
+            std::fs::create_dir_all(etc)?;
+            std::fs::write(
+                etc.join("resolv.conf"),
+                "nameserver 10.96.0.10\nsearch default.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n",
+            )?;
             let status = std::process::Command::new("ip")
                 .args(["netns", "exec", "slurm-dev-kube"])
                 .args(&command)
