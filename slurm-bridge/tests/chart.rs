@@ -11,6 +11,7 @@ use kube_support::webhook::Endpoint;
 use serde_json::{Value, json};
 use slurm_bridge::config::Config;
 use slurm_bridge::webhook::{MUTATE_PATH, VALIDATE_PATH, config as hook_config};
+use test_support::helm::objects::{all, args, container, flag, mount, named, one, volume};
 
 const CHART: &str = "slurm-bridge/charts/slurm-bridge";
 const NS: &str = "slurm";
@@ -28,47 +29,6 @@ fn render(extra: &[&str]) -> Vec<Value> {
     render_as("slurm-bridge", NS, extra).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn all<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    objects.iter().filter(|o| o["kind"] == kind).collect()
-}
-
-fn one<'a>(objects: &'a [Value], kind: &str) -> &'a Value {
-    let found = all(objects, kind);
-    assert_eq!(found.len(), 1, "one {kind} expected, found {}", found.len());
-    found[0]
-}
-
-fn named<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
-    objects
-        .iter()
-        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind} {name}"))
-}
-
-fn container(objects: &[Value]) -> &Value {
-    let pod = &one(objects, "Deployment")["spec"]["template"]["spec"];
-    let containers = pod["containers"].as_array().unwrap();
-    assert_eq!(containers.len(), 1);
-    &containers[0]
-}
-
-fn args(objects: &[Value]) -> Vec<String> {
-    container(objects)["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// The value of `--flag=value` among the args.
-fn flag(objects: &[Value], name: &str) -> Option<String> {
-    let prefix = format!("--{name}=");
-    args(objects)
-        .iter()
-        .find_map(|a| a.strip_prefix(&prefix).map(str::to_owned))
-}
-
 fn env(objects: &[Value], name: &str) -> Value {
     container(objects)["env"]
         .as_array()
@@ -77,27 +37,6 @@ fn env(objects: &[Value], name: &str) -> Value {
         .find(|e| e["name"] == name)
         .unwrap_or_else(|| panic!("no env {name}"))
         .clone()
-}
-
-fn volume<'a>(objects: &'a [Value], name: &str) -> &'a Value {
-    one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["name"] == name)
-        .unwrap_or_else(|| panic!("no volume {name}"))
-}
-
-/// The mount path of volume `name`.
-fn mount(objects: &[Value], name: &str) -> String {
-    let m = container(objects)["volumeMounts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .unwrap_or_else(|| panic!("volume {name} is not mounted"));
-    assert_eq!(m["readOnly"], true, "{m}");
-    m["mountPath"].as_str().unwrap().to_owned()
 }
 
 fn port(objects: &[Value], name: &str) -> i64 {

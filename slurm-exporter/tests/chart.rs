@@ -6,6 +6,7 @@
 use std::process::Command;
 
 use serde_json::{Value, json};
+use test_support::helm::objects::{all, args, container, flag, mount, one, pod, volume};
 
 const CHART: &str = "slurm-exporter/charts/slurm-exporter";
 const NS: &str = "monitoring";
@@ -18,42 +19,6 @@ fn try_render(extra: &[&str]) -> Result<Vec<Value>, String> {
 
 fn render(extra: &[&str]) -> Vec<Value> {
     try_render(extra).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn all<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    objects.iter().filter(|o| o["kind"] == kind).collect()
-}
-
-fn one<'a>(objects: &'a [Value], kind: &str) -> &'a Value {
-    let found = all(objects, kind);
-    assert_eq!(found.len(), 1, "one {kind} expected, found {}", found.len());
-    found[0]
-}
-
-fn pod(objects: &[Value]) -> &Value {
-    &one(objects, "Deployment")["spec"]["template"]["spec"]
-}
-
-fn container(objects: &[Value]) -> &Value {
-    let containers = pod(objects)["containers"].as_array().unwrap();
-    assert_eq!(containers.len(), 1);
-    &containers[0]
-}
-
-fn args(objects: &[Value]) -> Vec<String> {
-    container(objects)["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_owned())
-        .collect()
-}
-
-fn flag(objects: &[Value], name: &str) -> Option<String> {
-    let prefix = format!("--{name}=");
-    args(objects)
-        .iter()
-        .find_map(|a| a.strip_prefix(&prefix).map(str::to_owned))
 }
 
 /// The plain (`value:`) environment variables.
@@ -71,26 +36,6 @@ fn env_var(objects: &[Value], name: &str) -> Option<String> {
         .into_iter()
         .find(|(n, _)| n == name)
         .map(|(_, v)| v)
-}
-
-fn volume<'a>(objects: &'a [Value], name: &str) -> &'a Value {
-    pod(objects)["volumes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["name"] == name)
-        .unwrap_or_else(|| panic!("no volume {name}"))
-}
-
-fn mount(objects: &[Value], name: &str) -> String {
-    let m = container(objects)["volumeMounts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .unwrap_or_else(|| panic!("volume {name} is not mounted"));
-    assert_eq!(m["readOnly"], true, "{m}");
-    m["mountPath"].as_str().unwrap().to_owned()
 }
 
 /// The file (mount path + item path) that the one item of Secret volume `name` becomes.

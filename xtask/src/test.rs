@@ -187,14 +187,7 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
         || crate::kube::apiserver::ensure(workspace).map(drop),
     )?;
     t.phase("Kubernetes test ground up (cargo xtask kube up)", || {
-        crate::kube::ground::up(
-            &crate::kube::ground::Shape {
-                nodes: 3,
-                slurm: None,
-            },
-            workspace,
-        )
-        .map(drop)
+        ground_up(workspace)
     })?;
     let kube_tests = t
         .phase(
@@ -253,14 +246,7 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
         },
     )?;
     t.phase("Kubernetes test ground up for the Helm end-to-end", || {
-        crate::kube::ground::up(
-            &crate::kube::ground::Shape {
-                nodes: 3,
-                slurm: None,
-            },
-            workspace,
-        )
-        .map(drop)
+        ground_up(workspace)
     })?;
     let deploy = t.phase(
         "Helm end-to-end: charts and images installed, used, upgraded, uninstalled (cargo test -p xtask --test deploy)",
@@ -348,4 +334,13 @@ fn status(mut cmd: Command) -> Result<()> {
         bail!("{cmd:?} failed ({status})");
     }
     Ok(())
+}
+
+/// The test ground as the kube tests and the Helm end-to-end use it: three nodes, no Slurm.
+fn ground_up(workspace: &Path) -> Result<()> {
+    let shape = crate::kube::ground::Shape {
+        nodes: 3,
+        slurm: None,
+    };
+    crate::kube::ground::up(&shape, workspace).map(drop)
 }

@@ -151,14 +151,7 @@ fn charts_install_run_upgrade_and_uninstall() {
         "slurm-bridge",
         "slurm-bridge/charts/slurm-bridge",
         &n.slurm,
-        &with(
-            values("bridge.yaml"),
-            &[
-                "--set",
-                &format!("config.managedNamespaces={{{}}}", n.work),
-                "--wait",
-            ],
-        ),
+        &bridge_values(&n),
     );
     let bridge_job = place(g, &cluster, &n.work, "sleeper");
     assert_eq!(
@@ -212,14 +205,7 @@ fn charts_install_run_upgrade_and_uninstall() {
         "slurm-bridge",
         "slurm-bridge/charts/slurm-bridge",
         &n.slurm,
-        &with(
-            values("bridge.yaml"),
-            &[
-                "--set",
-                &format!("config.managedNamespaces={{{}}}", n.work),
-                "--wait",
-            ],
-        ),
+        &bridge_values(&n),
     );
     let upgraded_job = place(g, &cluster, &n.work, "after-upgrade");
     let old = g.ok(&[
@@ -555,6 +541,18 @@ fn values(file: &str) -> Vec<String> {
             .display()
             .to_string(),
     ]
+}
+
+/// The bridge's values: xtask/deploy/bridge.yaml, managing this run's work namespace.
+fn bridge_values(n: &Names) -> Vec<String> {
+    with(
+        values("bridge.yaml"),
+        &[
+            "--set",
+            &format!("config.managedNamespaces={{{}}}", n.work),
+            "--wait",
+        ],
+    )
 }
 
 fn with(mut values: Vec<String>, extra: &[&str]) -> Vec<String> {

@@ -1,6 +1,8 @@
 //! Real Helm 4 for chart tests: `xtask/helm/helm.py` (helm's arguments over PyPI's
 //! helm-python-sdk) in the venv `cargo xtask helm setup` makes. Tests fail, never skip, without it.
 
+pub mod objects;
+
 use std::path::PathBuf;
 use std::process::Command;
 
