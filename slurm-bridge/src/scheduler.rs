@@ -312,10 +312,7 @@ impl Scheduler {
                 match result {
                     Ok(_) => {}
                     // Already ended or gone: what a cancel wants.
-                    Err(slurm_client::Error::NotFound { .. }) => {}
-                    Err(e)
-                        if e.to_string().contains("already completing")
-                            || e.to_string().contains("already done") => {}
+                    Err(e) if e.is_job_already_ended() => {}
                     Err(e) => {
                         return Err(Failed {
                             action: "cancel",

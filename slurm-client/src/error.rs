@@ -278,6 +278,19 @@ impl Error {
         }
     }
 
+    /// Whether a request about a job (cancel, signal, update) failed because the job has already
+    /// ended: Slurm no longer knows it (invalid job id), or it is completing or completed
+    /// (ESLURM_ALREADY_DONE, 2021). For a cancel that is the outcome it wanted.
+    pub fn is_job_already_ended(&self) -> bool {
+        match self {
+            Error::NotFound { .. } => true,
+            Error::Rejected { errors, .. } => {
+                errors.iter().any(|e| e.error_number == Some(ALREADY_DONE))
+            }
+            _ => false,
+        }
+    }
+
     /// Whether trying the same idempotent request again may succeed: transport failures,
     /// timeouts, HTTP 502/503/504 (but not an authentication 502), and Slurm errors saying
     /// slurmrestd could not reach slurmctld (e.g. while it restarts).
@@ -295,6 +308,9 @@ impl Error {
         }
     }
 }
+
+/// ESLURM_ALREADY_DONE: "Job/step already completing or completed".
+const ALREADY_DONE: i64 = 2021;
 
 /// Slurm's "could not talk to the daemon" errors: SLURM_COMMUNICATIONS_*_ERROR (1001–1004),
 /// SLURMCTLD_COMMUNICATIONS_* (1800–1804) and SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT (5004).
@@ -407,5 +423,8 @@ mod tests {
         assert!(rejected(1001).is_transient());
         assert!(!rejected(2000).is_transient());
         assert!(!rejected(1007).is_transient());
+        assert!(rejected(2021).is_job_already_ended());
+        assert!(!rejected(1800).is_job_already_ended());
+        assert!(!status(503).is_job_already_ended());
     }
 }
