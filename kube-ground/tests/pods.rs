@@ -239,9 +239,12 @@ spec:
     assert_eq!(claims, "data-x-0 data-x-1 data-x-2");
     let phases = g.get(&ns.name, "pvc", "{.items[*].status.phase}");
     assert_eq!(phases, "Bound Bound Bound");
+    // Each claim's directory is named by the claim and its uid.
     for i in 0..3 {
+        let claim = format!("data-x-{i}");
+        let uid = g.get(&ns.name, &format!("pvc/{claim}"), "{.metadata.uid}");
         let host = std::fs::read_to_string(format!(
-            "/var/lib/slurm-dev/kube/claims/{}/data-x-{i}/host",
+            "/var/lib/slurm-dev/kube/claims/{}/{claim}-{uid}/host",
             ns.name
         ))
         .unwrap();

@@ -47,8 +47,8 @@ const CRDS: [&str; 6] = [
 const READY_LIMIT: Duration = Duration::from_secs(600);
 /// The test kubelet's container logs (CRI format).
 const POD_LOGS: &str = "/var/lib/slurm-dev/kube/logs/pods";
-/// The test kubelet's persistent volume claims, `<namespace>/<claim>`: they outlive a deleted
-/// namespace, and slurmctld's saved state of an earlier demo must not come back.
+/// The test kubelet's persistent volume claims, `<namespace>/<claim>-<uid>`: they outlive a deleted
+/// namespace, so the demo removes those of an earlier one.
 const CLAIMS_DIR: &str = "/var/lib/slurm-dev/kube/claims";
 
 /// `/run/slurm-dev/operator-demo`: the operator's copy of the binary, its pid, log, kubeconfig.
