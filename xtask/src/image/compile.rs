@@ -27,7 +27,7 @@ pub fn build(
     dev: bool,
 ) -> Result<Vec<PathBuf>> {
     if dev {
-        return build_dev(workspace, selected);
+        return build_dev(workspace, all, selected);
     }
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(workspace)
@@ -73,8 +73,12 @@ pub fn build(
 /// `--dev`: each binary from the dev profile, linked statically at the end. Only the binary's own crate
 /// gets the static flag, so every dependency is the one the tests already compiled and a build takes a
 /// link, not a release build. Images for the test ground, not for shipping: opt-level 0, no symbols.
-fn build_dev(workspace: &Path, selected: &[&Project]) -> Result<Vec<PathBuf>> {
+fn build_dev(workspace: &Path, all: &[Project], selected: &[&Project]) -> Result<Vec<PathBuf>> {
     let started = Instant::now();
+    let features: Vec<&str> = all
+        .iter()
+        .flat_map(|p| p.features.iter().copied())
+        .collect();
     let out = crate::target_dir(workspace).join("image-dev");
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let mut binaries = Vec::new();
@@ -82,8 +86,11 @@ fn build_dev(workspace: &Path, selected: &[&Project]) -> Result<Vec<PathBuf>> {
         let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
         cmd.current_dir(workspace)
             .args(["rustc", "--package", image.package, "--bin", image.name]);
-        if !image.features.is_empty() {
-            cmd.arg("--features").arg(image.features.join(","));
+        // Every image's features in every call, as in the release build: the dependencies (the
+        // big one is slurm-client's generated code) are then compiled once for all four, not once
+        // per feature set.
+        if !features.is_empty() {
+            cmd.arg("--features").arg(features.join(","));
         }
         cmd.args([
             "--",
