@@ -10,6 +10,7 @@ mod kube;
 mod openapi;
 mod slurm;
 mod test;
+mod unified;
 
 use clap::{Parser, Subcommand};
 
@@ -49,7 +50,8 @@ enum Cmd {
     /// Everything CI runs: generated-code check, fmt, clippy, all tests against real Slurm 24.11 and
     /// 26.05 clusters started and stopped here (needs root), and a build of the benchmarks.
     Test {
-        /// Extra arguments for `cargo test` of the workspace, e.g. a test name filter.
+        /// Extra arguments for the test binaries run against the local Slurm clusters, e.g. a test
+        /// name filter.
         #[arg(trailing_var_arg = true)]
         cargo_args: Vec<String>,
     },

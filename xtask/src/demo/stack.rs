@@ -77,7 +77,7 @@ impl Demo {
         step(
             "the project's images (cargo xtask image project --dev; release images: without --dev)",
         );
-        let ok = Command::new(std::env::current_exe()?)
+        let ok = Command::new(crate::THIS_BINARY)
             .current_dir(&self.workspace)
             .args(["image", "project", "--dev"])
             .status()?

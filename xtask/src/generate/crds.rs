@@ -1,5 +1,5 @@
-//! The committed CRDs, written by the operator binary itself (`slurm-operator crds --out-dir`),
-//! so xtask does not compile kube and k8s-openapi. Their one place is the templates of the chart
+//! The committed CRDs, written by the operator binary itself (`slurm-operator crds --out-dir`, built
+//! as the tests build it), so xtask does not compile kube and k8s-openapi. Their one place is the templates of the chart
 //! `slurm-operator-crds` (templates, not `crds/`, so that `helm upgrade` upgrades them); the
 //! operator's tests apply the same files. Being templates, they must not contain `{{`, which
 //! Helm would read as the start of an action: a CRD that does is refused here.
@@ -20,26 +20,16 @@ pub fn run(root: &Path, check: bool) -> Result<Vec<String>> {
         std::fs::remove_dir_all(&scratch)
             .with_context(|| format!("clearing {}", scratch.display()))?;
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .current_dir(root)
-        .args([
-            "run",
-            "-q",
-            "-p",
-            "slurm-operator",
-            "--bin",
-            "slurm-operator",
-            "--",
-        ])
+    let operator = crate::unified::binaries(root, &["slurm-operator"])?.remove(0);
+    let output = Command::new(&operator)
         .arg("crds")
         .arg("--out-dir")
         .arg(&scratch)
         .output()
-        .context("running `cargo run -p slurm-operator -- crds`")?;
+        .with_context(|| format!("running {} crds", operator.display()))?;
     if !output.status.success() {
         bail!(
-            "`cargo run -p slurm-operator -- crds --out-dir …` failed ({}):\n{}",
+            "`slurm-operator crds --out-dir …` failed ({}):\n{}",
             output.status,
             String::from_utf8_lossy(&output.stderr)
         );

@@ -17,7 +17,13 @@ pub const TARGET: &str = "x86_64-unknown-linux-gnu";
 pub const PROFILE: &str = "image";
 const RUSTFLAGS: &str = "-C target-feature=+crt-static";
 
-/// Builds the binaries of `selected` and returns their paths, in the same order. Every project image's
+/// A binary for an image, and the shared libraries it loads (none for a static one).
+pub struct Binary {
+    pub path: PathBuf,
+    pub libs: Vec<PathBuf>,
+}
+
+/// Builds the binaries of `selected` and returns them, in the same order. Every project image's
 /// package and features are always named, so cargo resolves the same features whichever images are
 /// selected, and building one image reuses what building all of them compiled.
 pub fn build(
@@ -25,9 +31,9 @@ pub fn build(
     all: &[Project],
     selected: &[&Project],
     dev: bool,
-) -> Result<Vec<PathBuf>> {
+) -> Result<Vec<Binary>> {
     if dev {
-        return build_dev(workspace, all, selected);
+        return build_dev(workspace, selected);
     }
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(workspace)
@@ -57,9 +63,15 @@ pub fn build(
         bail!("building the project binaries failed ({status}): {cmd:?}");
     }
     let dir = crate::target_dir(workspace).join(TARGET).join(PROFILE);
-    let binaries: Vec<PathBuf> = selected.iter().map(|p| dir.join(p.name)).collect();
+    let binaries: Vec<Binary> = selected
+        .iter()
+        .map(|p| Binary {
+            path: dir.join(p.name),
+            libs: Vec::new(),
+        })
+        .collect();
     for binary in &binaries {
-        check(binary)?;
+        check(&binary.path)?;
     }
     eprintln!(
         "  {} static binar{} ready in {:.1} s",
@@ -70,54 +82,67 @@ pub fn build(
     Ok(binaries)
 }
 
-/// `--dev`: each binary from the dev profile, linked statically at the end. Only the binary's own crate
-/// gets the static flag, so every dependency is the one the tests already compiled and a build takes a
-/// link, not a release build. Images for the test ground, not for shipping: opt-level 0, no symbols.
-fn build_dev(workspace: &Path, all: &[Project], selected: &[&Project]) -> Result<Vec<PathBuf>> {
+/// `--dev`: the binaries as the tests build them (see unified.rs: after the tests, nothing is left to
+/// compile), stripped, with the shared libraries they load listed for the image. Images for the test
+/// ground, not for shipping: opt-level 0, dynamic glibc from the host's Debian packages.
+fn build_dev(workspace: &Path, selected: &[&Project]) -> Result<Vec<Binary>> {
     let started = Instant::now();
-    let features: Vec<&str> = all
-        .iter()
-        .flat_map(|p| p.features.iter().copied())
-        .collect();
+    let names: Vec<&str> = selected.iter().map(|p| p.name).collect();
+    let built = crate::unified::binaries(workspace, &names)?;
     let out = crate::target_dir(workspace).join("image-dev");
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let mut binaries = Vec::new();
-    for image in selected {
-        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cmd.current_dir(workspace)
-            .args(["rustc", "--package", image.package, "--bin", image.name]);
-        // Every image's features in every call, as in the release build: the dependencies (the
-        // big one is slurm-client's generated code) are then compiled once for all four, not once
-        // per feature set.
-        if !features.is_empty() {
-            cmd.arg("--features").arg(features.join(","));
-        }
-        cmd.args([
-            "--",
-            "-C",
-            "target-feature=+crt-static",
-            "-C",
-            "strip=symbols",
-        ]);
-        let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;
-        if !status.success() {
-            bail!("building {} failed ({status}): {cmd:?}", image.name);
-        }
-        // Copied out: the next `cargo test` links its own binary over target/debug's.
-        let built = crate::target_dir(workspace).join("debug").join(image.name);
-        let binary = out.join(image.name);
-        std::fs::copy(&built, &binary)
-            .with_context(|| format!("copying {} to {}", built.display(), binary.display()))?;
-        check(&binary)?;
-        binaries.push(binary);
+    for (name, path) in names.iter().zip(built) {
+        // Copied out, stripped: the next test build links its own binary over target/debug's.
+        let binary = out.join(name);
+        run_ok(Command::new("strip").arg("-o").arg(&binary).arg(&path))
+            .with_context(|| format!("stripping {}", path.display()))?;
+        let libs = shared_libraries(&binary)?;
+        answers_help(&binary)?;
+        binaries.push(Binary { path: binary, libs });
     }
     eprintln!(
-        "  {} static dev binar{} ready in {:.1} s",
+        "  {} dev binar{} ready in {:.1} s",
         binaries.len(),
         if binaries.len() == 1 { "y" } else { "ies" },
         started.elapsed().as_secs_f64()
     );
     Ok(binaries)
+}
+
+/// The files a dynamic executable loads, as `ldd` resolves them (the ELF interpreter among them).
+fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>> {
+    let out = Command::new("ldd")
+        .arg(binary)
+        .output()
+        .with_context(|| format!("running ldd {}", binary.display()))?;
+    if !out.status.success() {
+        bail!("ldd {} failed ({})", binary.display(), out.status);
+    }
+    Ok(parse_ldd(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// `libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)` and `/lib64/ld-linux-x86-64.so.2 (0x…)`
+/// give a path; the vDSO gives none.
+fn parse_ldd(text: &str) -> Vec<PathBuf> {
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let path = line
+                .split_once("=>")
+                .map_or(line, |(_, right)| right.trim());
+            let path = path.split_whitespace().next()?;
+            path.starts_with('/').then(|| PathBuf::from(path))
+        })
+        .collect()
+}
+
+fn run_ok(cmd: &mut Command) -> Result<()> {
+    let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed ({status})");
+    }
+    Ok(())
 }
 
 /// Fails unless `binary` is a static executable that answers `--help`.
@@ -130,6 +155,10 @@ fn check(binary: &Path) -> Result<()> {
             binary.display()
         );
     }
+    answers_help(binary)
+}
+
+fn answers_help(binary: &Path) -> Result<()> {
     let status = Command::new(binary)
         .arg("--help")
         .stdout(Stdio::null())
@@ -171,6 +200,23 @@ fn interpreter(elf: &[u8]) -> Result<Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ldd_lines_give_the_loaded_files() {
+        let text = "\tlinux-vdso.so.1 (0x00007ffc)\n\
+                    \tlibgcc_s.so.1 => /lib/x86_64-linux-gnu/libgcc_s.so.1 (0x00007f01)\n\
+                    \tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f02)\n\
+                    \t/lib64/ld-linux-x86-64.so.2 (0x00007f03)\n";
+        assert_eq!(
+            parse_ldd(text),
+            [
+                "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+                "/lib/x86_64-linux-gnu/libc.so.6",
+                "/lib64/ld-linux-x86-64.so.2"
+            ]
+            .map(PathBuf::from)
+        );
+    }
 
     #[test]
     fn finds_the_interpreter_of_a_dynamic_executable() {

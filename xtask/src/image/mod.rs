@@ -32,9 +32,9 @@ pub struct ImageCmd {
     /// Also name each selected project image `ghcr.io/slurm-rs/NAME:TAG` (repeatable).
     #[arg(long = "tag", value_name = "TAG", value_parser = project::parse_tag)]
     tags: Vec<String>,
-    /// Project images from the dev profile: only linking on top of what the tests compiled (about a
-    /// minute instead of a release build), unoptimised, no symbols. For the test ground (CI's Helm
-    /// end-to-end), not for shipping.
+    /// Project images of the binaries the tests run (a build as `cargo test` does, nothing more to
+    /// compile after the tests), unoptimised, no symbols, linked dynamically with their glibc libraries
+    /// from the host in the image. For the test ground (CI's Helm end-to-end), not for shipping.
     #[arg(long)]
     dev: bool,
     /// The OCI image-layout store the images are added to (default: $SLURM_DEV_CACHE/images,
@@ -146,6 +146,23 @@ pub fn run(workspace: &Path, cmd: ImageCmd) -> Result<()> {
         verify::project(&project, &work)?;
     }
     Ok(())
+}
+
+/// `cargo xtask image project --dev --tag …`, in this process: what CI's Helm end-to-end installs.
+pub fn project_dev(workspace: &Path, tags: &[String]) -> Result<()> {
+    run(
+        workspace,
+        ImageCmd {
+            all: false,
+            names: vec!["project".to_owned()],
+            tags: tags.to_vec(),
+            dev: true,
+            store: None,
+            list: false,
+            unpack: None,
+            verify: false,
+        },
+    )
 }
 
 /// What `cargo xtask image NAME…` builds.

@@ -5,7 +5,9 @@
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use super::compile::Binary;
 
 use anyhow::{Context, Result};
 
@@ -21,21 +23,30 @@ const GROUP: &str = "root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n";
 /// written out so that it does not depend on the glibc the binaries were linked with.
 const NSSWITCH: &str = "passwd: files\ngroup: files\nhosts: files dns\n";
 
-/// Makes `dir` (emptied first) the tree of the image of binary `name`: (path, mode) as listed by `layout`.
-pub fn assemble(dir: &Path, name: &str, binary: &Path, ca_bundle: &[u8]) -> Result<()> {
+/// Makes `dir` (emptied first) the tree of the image of `binary`: (path, mode) as listed by `layout`.
+/// A dynamic (dev) binary's libraries go in at the paths it loads them from.
+pub fn assemble(dir: &Path, name: &str, binary: &Binary, ca_bundle: &[u8]) -> Result<()> {
     if dir.symlink_metadata().is_ok() {
         fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
     }
-    let binary_bytes = fs::read(binary).with_context(|| format!("reading {}", binary.display()))?;
-    for (path, mode) in layout(name) {
+    let read = |path: &Path| fs::read(path).with_context(|| format!("reading {}", path.display()));
+    let binary_bytes = read(&binary.path)?;
+    for (path, mode) in layout(name, &binary.libs) {
         let target = dir.join(&path);
-        let content: Option<&[u8]> = match path.as_str() {
+        let lib = binary
+            .libs
+            .iter()
+            .find(|l| l.strip_prefix("/").ok() == Some(Path::new(&path)));
+        let content: Option<Vec<u8>> = match path.as_str() {
             p if p.ends_with('/') => None,
-            p if p == super::certs::BUNDLE_PATH => Some(ca_bundle),
-            "etc/passwd" => Some(PASSWD.as_bytes()),
-            "etc/group" => Some(GROUP.as_bytes()),
-            "etc/nsswitch.conf" => Some(NSSWITCH.as_bytes()),
-            _ => Some(&binary_bytes),
+            p if p == super::certs::BUNDLE_PATH => Some(ca_bundle.to_vec()),
+            "etc/passwd" => Some(PASSWD.as_bytes().to_vec()),
+            "etc/group" => Some(GROUP.as_bytes().to_vec()),
+            "etc/nsswitch.conf" => Some(NSSWITCH.as_bytes().to_vec()),
+            _ => match lib {
+                Some(lib) => Some(read(lib)?),
+                None => Some(binary_bytes.clone()),
+            },
         };
         match content {
             None => fs::create_dir_all(&target),
@@ -50,7 +61,7 @@ pub fn assemble(dir: &Path, name: &str, binary: &Path, ca_bundle: &[u8]) -> Resu
 }
 
 /// Every entry of the tree, parents first; directories end in `/`.
-pub fn layout(name: &str) -> Vec<(String, u32)> {
+pub fn layout(name: &str, libs: &[PathBuf]) -> Vec<(String, u32)> {
     let mut entries: Vec<(String, u32)> = [
         ("etc/", 0o755),
         ("etc/group", 0o644),
@@ -68,6 +79,22 @@ pub fn layout(name: &str) -> Vec<(String, u32)> {
     .map(|(p, m)| (p.to_owned(), m))
     .collect();
     entries.push((format!("usr/local/bin/{name}"), 0o755));
+    for lib in libs {
+        let relative = lib.strip_prefix("/").unwrap_or(lib);
+        for parent in relative
+            .ancestors()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            let dir = format!("{}/", parent.display());
+            if dir != "/" && !entries.iter().any(|(p, _)| *p == dir) {
+                entries.push((dir, 0o755));
+            }
+        }
+        entries.push((relative.display().to_string(), 0o755));
+    }
     entries
 }
 
@@ -133,6 +160,48 @@ mod tests {
         dir
     }
 
+    fn static_binary(path: &Path) -> Binary {
+        Binary {
+            path: path.to_path_buf(),
+            libs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_dynamic_binary_brings_its_libraries_at_their_paths() {
+        let work = temp("libs");
+        let binary = work.join("slurm");
+        fs::write(&binary, b"dynamic").unwrap();
+        let lib = work.join("lib64/ld-linux-x86-64.so.2");
+        fs::create_dir_all(lib.parent().unwrap()).unwrap();
+        fs::write(&lib, b"loader").unwrap();
+        let tree = work.join("tree");
+        let dev = Binary {
+            path: binary,
+            libs: vec![lib.clone()],
+        };
+        assemble(&tree, "slurm", &dev, b"ca").unwrap();
+        let inside = tree.join(lib.strip_prefix("/").unwrap());
+        assert_eq!(fs::read(&inside).unwrap(), b"loader");
+        assert_eq!(
+            fs::read(tree.join("usr/local/bin/slurm")).unwrap(),
+            b"dynamic"
+        );
+        let entries = layout("slurm", &dev.libs);
+        let lib_dir = format!(
+            "{}/",
+            inside
+                .parent()
+                .unwrap()
+                .strip_prefix(&tree)
+                .unwrap()
+                .display()
+        );
+        let at = |p: &str| entries.iter().position(|(e, _)| e == p).unwrap();
+        assert!(at(&lib_dir) < at(lib.strip_prefix("/").unwrap().to_str().unwrap()));
+        fs::remove_dir_all(&work).unwrap();
+    }
+
     #[test]
     fn tree_has_the_binary_certificates_users_and_tmp() {
         let work = temp("tree");
@@ -142,7 +211,7 @@ mod tests {
         assemble(
             &tree,
             "slurm-exporter",
-            &binary,
+            &static_binary(&binary),
             b"-----BEGIN CERTIFICATE-----\n",
         )
         .unwrap();
@@ -176,7 +245,10 @@ mod tests {
             }
         }
         found.sort();
-        let mut expected: Vec<_> = layout("slurm-exporter").into_iter().map(|e| e.0).collect();
+        let mut expected: Vec<_> = layout("slurm-exporter", &[])
+            .into_iter()
+            .map(|e| e.0)
+            .collect();
         expected.sort();
         assert_eq!(found, expected);
         fs::remove_dir_all(&work).unwrap();
@@ -188,16 +260,16 @@ mod tests {
         let binary = work.join("slurm");
         fs::write(&binary, b"one").unwrap();
         let tree = work.join("tree");
-        assemble(&tree, "slurm", &binary, b"ca").unwrap();
+        assemble(&tree, "slurm", &static_binary(&binary), b"ca").unwrap();
         let first = tree_digest(&tree).unwrap();
 
         // Assembled again later: other mtimes, same digest.
         std::thread::sleep(std::time::Duration::from_millis(20));
-        assemble(&tree, "slurm", &binary, b"ca").unwrap();
+        assemble(&tree, "slurm", &static_binary(&binary), b"ca").unwrap();
         assert_eq!(tree_digest(&tree).unwrap(), first);
 
         fs::write(&binary, b"two").unwrap();
-        assemble(&tree, "slurm", &binary, b"ca").unwrap();
+        assemble(&tree, "slurm", &static_binary(&binary), b"ca").unwrap();
         let other_binary = tree_digest(&tree).unwrap();
         assert_ne!(other_binary, first);
 

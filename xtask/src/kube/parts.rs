@@ -43,19 +43,10 @@ pub fn prepare(workspace: &Path) -> Result<()> {
     for (program, package) in [("podman", "podman"), ("runc", "runc"), ("nft", "nftables")] {
         crate::slurm::rootfs::ensure_program(program, package)?;
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    run(Command::new(cargo)
-        .current_dir(workspace)
-        // As `cargo xtask test` builds: the incremental caches of a one-off build only fill the disk.
-        .env(
-            "CARGO_INCREMENTAL",
-            std::env::var_os("CARGO_INCREMENTAL").unwrap_or("0".into()),
-        )
-        .args(["build", "--quiet", "-p", "kube-ground"]))
-    .context("building kube-ground")?;
-    let built = crate::target_dir(workspace)
-        .join("debug")
-        .join("kube-ground");
+    // As the tests build it: after them (CI), nothing is left to compile.
+    let built = crate::unified::binaries(workspace, &["kube-ground"])
+        .context("building kube-ground")?
+        .remove(0);
     let bin = binary();
     std::fs::create_dir_all(bin.parent().expect("has a parent"))?;
     let tmp = bin.with_extension("new");

@@ -1,5 +1,6 @@
-//! `cargo xtask test`: everything CI checks, in order, with real Slurm clusters up while the tests run,
-//! then a build of the benchmarks (running them is `cargo xtask bench`).
+//! `cargo xtask test`: everything CI checks, in order. One build of the workspace, its tests and
+//! benchmarks (running the benchmarks is `cargo xtask bench`); the tests on the Kubernetes test ground
+//! with the static checks beside them; the Helm end-to-end; the rest with real Slurm clusters up.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,10 +10,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::slurm::{self, Release, UpArgs};
 
-/// The slurm-client features that each pull in one REST version.
-const VERSION_FEATURES: [&str; 6] = [
-    "v0_0_40", "v0_0_41", "v0_0_42", "v0_0_43", "v0_0_44", "v0_0_45",
-];
+mod background;
 
 /// What a whole run writes to the target directory's disk (6.1 GiB measured on a clean checkout
 /// with incremental compilation off), with room to spare.
@@ -74,7 +72,7 @@ fn free_bytes(dir: &Path) -> Option<u64> {
     Some(stat.blocks_available() * stat.fragment_size())
 }
 
-pub fn run(workspace: &Path, cargo_args: &[String]) -> Result<()> {
+pub fn run(workspace: &Path, test_args: &[String]) -> Result<()> {
     let target_dir = crate::target_dir(workspace);
     if let Some(free) = free_bytes(&target_dir) {
         eprintln!(
@@ -93,7 +91,7 @@ pub fn run(workspace: &Path, cargo_args: &[String]) -> Result<()> {
         phases: Vec::new(),
         target_dir,
     };
-    let result = run_phases(&mut t, workspace, cargo_args);
+    let result = run_phases(&mut t, workspace, test_args);
     let _ = t.phase("stop clusters", || {
         for release in Release::ALL {
             slurm::down(release)?;
@@ -105,68 +103,33 @@ pub fn run(workspace: &Path, cargo_args: &[String]) -> Result<()> {
     result
 }
 
-fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Result<()> {
-    // A one-off run gains nothing from incremental compilation, whose caches were two thirds of
-    // the target directory (20 of 29 GiB) and filled a CI machine's disk. A caller may still ask for it.
-    let incremental = std::env::var("CARGO_INCREMENTAL").unwrap_or_else(|_| "0".into());
+fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result<()> {
     let cargo = |args: &[&str]| {
         let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cmd.current_dir(workspace)
-            .args(args)
-            .env("CARGO_INCREMENTAL", &incremental);
+        cmd.current_dir(workspace).args(args).env(
+            "CARGO_INCREMENTAL",
+            std::env::var("CARGO_INCREMENTAL").unwrap_or_else(|_| "0".into()),
+        );
         cmd
     };
+    t.phase("cargo fmt --check", || {
+        status(cargo(&["fmt", "--all", "--", "--check"]))
+    })?;
+    // Once, with the features every later build and run uses (see unified.rs): the phases after
+    // this one compile nothing more of it, and the benchmarks are proved to build here.
+    let built = t.phase(
+        "build the workspace, its tests, benchmarks and examples once (cargo test --no-run --workspace --all-features)",
+        || crate::unified::everything(workspace),
+    )?;
     t.phase(
         "generated code is current (cargo xtask generate --check)",
         || crate::generate::run(true),
     )?;
-    t.phase("cargo fmt --check", || {
-        status(cargo(&["fmt", "--all", "--", "--check"]))
-    })?;
-    t.phase("cargo clippy", || {
-        status(cargo(&[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--all-features",
-            "--",
-            "-D",
-            "warnings",
-        ]))
-    })?;
-    // The crate docs are how a newcomer learns the client: a broken intra-doc link fails CI.
-    t.phase("rustdoc of the published crates (warnings denied)", || {
-        let mut cmd = cargo(&[
-            "doc",
-            "--no-deps",
-            "--all-features",
-            "--package",
-            "slurm-client",
-            "--package",
-            "slurm-exporter",
-        ]);
-        cmd.env("RUSTDOCFLAGS", "-D warnings");
-        status(cmd)
-    })?;
     // Real Helm (its Go SDK from PyPI, in a venv): the chart tests of each crate render through it.
     t.phase(
         "helm lint --strict of every chart (helm venv made on first use)",
         || crate::helm::lint_all(workspace),
     )?;
-    t.phase("each REST version compiles alone", || {
-        for feature in VERSION_FEATURES {
-            status(cargo(&[
-                "check",
-                "--package",
-                "slurm-client",
-                "--lib",
-                "--no-default-features",
-                "--features",
-                feature,
-            ]))?;
-        }
-        Ok(())
-    })?;
     t.phase("build Slurm root filesystems", || {
         for release in Release::ALL {
             slurm::rootfs::ensure(release)?;
@@ -178,7 +141,12 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
         slurm::down(release)?;
     }
     t.phase("xtask tests (cluster lifecycle)", || {
-        status(cargo(&["test", "-p", "xtask", "--", "--test-threads=1"]))
+        crate::unified::run_tests(
+            &built,
+            |a| a.package == "xtask" && a.runs_by_default,
+            &["--test-threads=1".into()],
+            &[],
+        )
     })?;
     // The Kubernetes test ground: the first phase prints what the uncached build of the API server
     // (Debian sid packages, openapi-gen, go build) costs; cached, it takes a second.
@@ -189,47 +157,38 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
     t.phase("Kubernetes test ground up (cargo xtask kube up)", || {
         ground_up(workspace)
     })?;
+    // Clippy, rustdoc and the one-version builds compile and the ground tests mostly wait: the
+    // checks run beside them at the lowest CPU priority, so the tests' pods are not slowed down.
+    let checks = background::Checks::start(workspace)?;
     let kube_tests = t
         .phase(
-            "API server tests (cargo test -p xtask --test kube_apiserver)",
-            || status(cargo(&["test", "-p", "xtask", "--test", "kube_apiserver"])),
+            "API server tests (xtask's kube_apiserver)",
+            || {
+                crate::unified::run_tests(
+                    &built,
+                    |a| a.package == "xtask" && a.name == "kube_apiserver",
+                    &[],
+                    &[],
+                )
+            },
         )
         .and_then(|()| {
             t.phase(
-                "test ground tests: runtime, network, kubelet, controllers, Slurm in pods (cargo test -p kube-ground)",
-                || status(cargo(&["test", "-p", "kube-ground"])),
+                "test ground tests: runtime, network, kubelet, controllers, Slurm in pods (kube-ground)",
+                || on_ground(&built, "kube-ground", &[]),
             )
         })
         .and_then(|()| {
-            t.phase(
-                "bridge tests on the test ground (cargo test -p slurm-bridge)",
-                || {
-                    status(cargo(&[
-                        "test",
-                        "-p",
-                        "slurm-bridge",
-                        "--",
-                        "--test-threads=1",
-                    ]))
-                },
-            )
+            t.phase("bridge tests on the test ground (slurm-bridge)", || {
+                on_ground(&built, "slurm-bridge", &["--test-threads=1".into()])
+            })
         })
         .and_then(|()| {
             // One test at a time: each runs an operator and a whole Slurm cluster in pods, and
             // the operators inside the ground share its network namespace (and so its ports).
-            t.phase(
-                "operator tests on the test ground (cargo test -p slurm-operator)",
-                || {
-                    status(cargo(&[
-                        "test",
-                        "-p",
-                        "slurm-operator",
-                        "--",
-                        "--test-threads=1",
-                    ]))?;
-                    status(cargo(&["test", "-p", "slurm-operator", "--benches", "--no-run"]))
-                },
-            )
+            t.phase("operator tests on the test ground (slurm-operator)", || {
+                on_ground(&built, "slurm-operator", &["--test-threads=1".into()])
+            })
         });
     t.phase("Kubernetes test ground down", || {
         crate::kube::ground::down().map(drop)
@@ -238,24 +197,30 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
     // What users install: the project's images and charts, with real Helm, on a fresh ground.
     t.phase(
         "images of the project's binaries, dev profile (cargo xtask image project --dev --tag e2e-upgrade)",
-        || {
-            let mut cmd = Command::new(std::env::current_exe()?);
-            cmd.current_dir(workspace)
-                .args(["image", "project", "--dev", "--tag", "e2e-upgrade"]);
-            status(cmd)
-        },
+        || crate::image::project_dev(workspace, &["e2e-upgrade".to_owned()]),
     )?;
     t.phase("Kubernetes test ground up for the Helm end-to-end", || {
         ground_up(workspace)
     })?;
     let deploy = t.phase(
-        "Helm end-to-end: charts and images installed, used, upgraded, uninstalled (cargo test -p xtask --test deploy)",
-        || status(cargo(&["test", "-p", "xtask", "--test", "deploy", "--", "--nocapture"])),
+        "Helm end-to-end: charts and images installed, used, upgraded, uninstalled (xtask's deploy)",
+        || {
+            crate::unified::run_tests(
+                &built,
+                |a| a.package == "xtask" && a.name == "deploy",
+                &["--nocapture".into()],
+                &[],
+            )
+        },
     );
     t.phase("Kubernetes test ground down", || {
         crate::kube::ground::down().map(drop)
     })?;
     deploy?;
+    t.phase(
+        "clippy, rustdoc and each REST version alone (run beside the ground tests)",
+        || checks.wait(),
+    )?;
     t.phase("start Slurm 24.11 and 26.05 with accounting", || {
         for release in Release::ALL {
             slurm::up(&UpArgs {
@@ -272,12 +237,15 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
         .map(|r| slurm::state::env_file(*r).display().to_string())
         .collect();
     t.phase("workspace tests against both clusters", || {
-        // kube-ground's, slurm-operator's and slurm-bridge's tests need the Kubernetes test ground: they ran in
-        // its phase above.
-        let mut cmd = cargo(&[&["test"], OFF_GROUND].concat());
-        cmd.args(cargo_args)
-            .env("SLURM_TEST_ENV_FILES", env_files.join(":"));
-        status(cmd)
+        crate::unified::run_tests(
+            &built,
+            |a| !ON_GROUND.contains(&a.package.as_str()) && a.runs_by_default,
+            test_args,
+            &[("SLURM_TEST_ENV_FILES", env_files.join(":"))],
+        )?;
+        let mut doc = cargo(&["test", "--doc", "--workspace", "--all-features"]);
+        doc.env("SLURM_TEST_ENV_FILES", env_files.join(":"));
+        status(doc)
     })?;
     // Many sites run slurmrestd without slurmdbd: the exporter's tests against a 24.11
     // cluster without accounting check that it needs slurmdbd only for the accounting sources.
@@ -291,42 +259,37 @@ fn run_phases(t: &mut Timings, workspace: &Path, cargo_args: &[String]) -> Resul
         })
     })?;
     t.phase("exporter tests without slurmdbd", || {
-        let mut cmd = cargo(&["test", "--package", "slurm-exporter", "--all-features"]);
-        cmd.args(cargo_args).env(
-            "SLURM_TEST_ENV_FILES",
-            slurm::state::env_file(Release::R24_11),
-        );
-        status(cmd)
+        crate::unified::run_tests(
+            &built,
+            |a| a.package == "slurm-exporter" && a.runs_by_default,
+            test_args,
+            &[(
+                "SLURM_TEST_ENV_FILES",
+                slurm::state::env_file(Release::R24_11)
+                    .display()
+                    .to_string(),
+            )],
+        )
     })?;
     for release in Release::ALL {
         slurm::down(release)?;
     }
-    // Benchmarks are run by `cargo xtask bench` and their figures reported in the notes; CI
-    // only proves they still build, in the test profile and with the same packages and features
-    // as the tests before, so that their build is reused (the whole workspace at once unified
-    // other features and rebuilt everything: 12 minutes). The operator's bench was built in its
-    // phase on the ground.
-    t.phase("benchmarks compile (cargo test --benches --no-run)", || {
-        status(cargo(
-            &[&["test"], OFF_GROUND, &["--benches", "--no-run"]].concat(),
-        ))
-    })
+    Ok(())
 }
 
-/// The packages (and features) whose tests run against the local Slurm clusters; the others
-/// need the Kubernetes test ground and run in its phase.
-const OFF_GROUND: &[&str] = &[
-    "--workspace",
-    "--exclude",
-    "xtask",
-    "--exclude",
-    "kube-ground",
-    "--exclude",
-    "slurm-operator",
-    "--exclude",
-    "slurm-bridge",
-    "--all-features",
-];
+/// The packages whose tests need the Kubernetes test ground (and run in its phases); the others run
+/// against the local Slurm clusters.
+const ON_GROUND: &[&str] = &["xtask", "kube-ground", "slurm-operator", "slurm-bridge"];
+
+/// A package's tests on the ground.
+fn on_ground(built: &[crate::unified::Artifact], package: &str, args: &[String]) -> Result<()> {
+    crate::unified::run_tests(
+        built,
+        |a| a.package == package && a.runs_by_default,
+        args,
+        &[],
+    )
+}
 
 fn status(mut cmd: Command) -> Result<()> {
     let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;

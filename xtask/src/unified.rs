@@ -1,0 +1,281 @@
+//! The workspace built one way only: as its tests build it (`cargo test --no-run --workspace
+//! --all-features`). Cargo resolves features per invocation, from the packages it selects, so
+//! `cargo test -p slurm-operator`, `cargo build -p kube-ground` and `cargo test -p slurm-exporter
+//! --all-features` each compiled slurm-client's generated code (two minutes on two cores) and the kube
+//! stack again: ten times in one CI run. Every build of xtask that feeds a test, an image or the test
+//! ground goes through here, with the same selection and features, so each crate is compiled once and
+//! the rest is cargo finding it fresh. Test binaries are then run directly (see `tests`), which also
+//! holds no cargo lock while they run.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+/// What every invocation selects. Test mode, so dev-dependencies take part in the resolution too.
+const SELECTION: &[&str] = &[
+    "test",
+    "--no-run",
+    "--workspace",
+    "--all-features",
+    "--message-format=json-render-diagnostics",
+];
+
+/// One executable cargo built.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    pub package: String,
+    /// `lib`, `bin`, `test`, `bench` or `example`.
+    pub kind: String,
+    pub name: String,
+    pub executable: PathBuf,
+    pub package_dir: PathBuf,
+    /// A test harness (`cargo test` runs it), not the program itself.
+    pub harness: bool,
+    /// The manifest's `test` flag: run by a plain `cargo test`.
+    pub runs_by_default: bool,
+}
+
+/// A package's targets, from `cargo metadata`.
+struct Target {
+    package: String,
+    kind: String,
+    name: String,
+    test: bool,
+}
+
+fn targets(workspace: &Path) -> Result<Vec<Target>> {
+    let out = cargo(workspace)
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo metadata")?;
+    if !out.status.success() {
+        bail!("cargo metadata failed ({})", out.status);
+    }
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("cargo metadata")?;
+    let mut found = Vec::new();
+    for package in metadata["packages"].as_array().context("no packages")? {
+        let package_name = package["name"].as_str().unwrap_or_default();
+        for target in package["targets"].as_array().context("no targets")? {
+            found.push(Target {
+                package: package_name.to_owned(),
+                kind: target["kind"][0].as_str().unwrap_or_default().to_owned(),
+                name: target["name"].as_str().unwrap_or_default().to_owned(),
+                test: target["test"].as_bool().unwrap_or(true),
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// Everything: every package's library and binaries with their unit tests, every integration test
+/// (also those with `test = false`, which CI runs in their own phase), the benchmarks and examples.
+pub fn everything(workspace: &Path) -> Result<Vec<Artifact>> {
+    let mut args: Vec<String> = ["--lib", "--bins", "--benches", "--examples"]
+        .map(String::from)
+        .to_vec();
+    let mut tests: Vec<String> = targets(workspace)?
+        .into_iter()
+        .filter(|t| t.kind == "test")
+        .map(|t| t.name)
+        .collect();
+    tests.sort();
+    tests.dedup();
+    for test in tests {
+        args.extend(["--test".into(), test]);
+    }
+    build(workspace, &args)
+}
+
+/// The binaries `names` (program, not test harness), built as the tests build them. Cargo builds a
+/// package's binaries for its integration tests, so one integration test of each owning package is
+/// selected along; a plain `cargo build --bin` would resolve other features and compile again.
+pub fn binaries(workspace: &Path, names: &[&str]) -> Result<Vec<PathBuf>> {
+    let all = targets(workspace)?;
+    let mut args = Vec::new();
+    for name in names {
+        let owner = all
+            .iter()
+            .find(|t| t.kind == "bin" && t.name == *name)
+            .with_context(|| format!("no binary `{name}` in the workspace"))?;
+        let test = all
+            .iter()
+            .find(|t| t.kind == "test" && t.package == owner.package)
+            .with_context(|| {
+                format!(
+                    "package {} has no integration test to build its binary `{name}` with",
+                    owner.package
+                )
+            })?;
+        args.extend(["--test".to_owned(), test.name.clone()]);
+    }
+    let built = build(workspace, &args)?;
+    names
+        .iter()
+        .map(|name| {
+            built
+                .iter()
+                .find(|a| a.kind == "bin" && !a.harness && a.name == *name)
+                .map(|a| a.executable.clone())
+                .with_context(|| format!("cargo reported no executable for binary `{name}`"))
+        })
+        .collect()
+}
+
+fn build(workspace: &Path, targets_args: &[String]) -> Result<Vec<Artifact>> {
+    let flags: BTreeMap<(String, String), bool> = targets(workspace)?
+        .into_iter()
+        .map(|t| ((t.package, t.name), t.test))
+        .collect();
+    let mut cmd = cargo(workspace);
+    cmd.args(SELECTION)
+        .args(targets_args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut child = cmd.spawn().with_context(|| format!("running {cmd:?}"))?;
+    let stdout = child.stdout.take().expect("piped");
+    let mut artifacts = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading cargo's messages")?;
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if message["reason"] != "compiler-artifact" {
+            continue;
+        }
+        let Some(executable) = message["executable"].as_str() else {
+            continue;
+        };
+        let manifest = PathBuf::from(message["manifest_path"].as_str().unwrap_or_default());
+        let package_dir = manifest.parent().map(Path::to_path_buf).unwrap_or_default();
+        // package_id is `path+file:///…/dir#name@version` or `…/dir#version` when the names agree.
+        let id = message["package_id"].as_str().unwrap_or_default();
+        let package = package_name(id);
+        let name = message["target"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let runs_by_default = flags
+            .get(&(package.clone(), name.clone()))
+            .copied()
+            .unwrap_or(true);
+        artifacts.push(Artifact {
+            package,
+            kind: message["target"]["kind"][0]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            name,
+            executable: executable.into(),
+            package_dir,
+            harness: message["profile"]["test"].as_bool().unwrap_or(false),
+            runs_by_default,
+        });
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("{cmd:?} failed ({status})");
+    }
+    Ok(artifacts)
+}
+
+fn package_name(id: &str) -> String {
+    let (path, fragment) = id.rsplit_once('#').unwrap_or((id, ""));
+    match fragment.split_once('@') {
+        Some((name, _version)) => name.to_owned(),
+        None => path.rsplit('/').next().unwrap_or_default().to_owned(),
+    }
+}
+
+fn cargo(workspace: &Path) -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(workspace)
+        // A one-off build gains nothing from incremental compilation, whose caches were two thirds of
+        // the target directory (20 of 29 GiB) and filled a CI machine's disk. A caller may still ask.
+        .env(
+            "CARGO_INCREMENTAL",
+            std::env::var_os("CARGO_INCREMENTAL").unwrap_or("0".into()),
+        );
+    cmd
+}
+
+/// Runs the test harnesses that `select` picks, one after another (package, then libraries, binaries,
+/// tests, each by name, as `cargo test` orders them), each from its package's directory as cargo
+/// would; stops at the first that fails.
+pub fn run_tests(
+    artifacts: &[Artifact],
+    select: impl Fn(&Artifact) -> bool,
+    args: &[String],
+    env: &[(&str, String)],
+) -> Result<()> {
+    let order = |kind: &str| match kind {
+        "lib" => 0,
+        "bin" => 1,
+        _ => 2,
+    };
+    let mut chosen: Vec<&Artifact> = artifacts
+        .iter()
+        .filter(|a| a.harness && matches!(a.kind.as_str(), "lib" | "bin" | "test"))
+        .filter(|a| select(a))
+        .collect();
+    chosen.sort_by(|a, b| {
+        (&a.package, order(&a.kind), &a.name).cmp(&(&b.package, order(&b.kind), &b.name))
+    });
+    if chosen.is_empty() {
+        bail!("no test binary matched");
+    }
+    for test in chosen {
+        eprintln!(
+            "     Running {} {} `{}` ({})",
+            test.package,
+            test.kind,
+            test.name,
+            test.executable.display()
+        );
+        let mut cmd = Command::new(&test.executable);
+        cmd.args(args)
+            .current_dir(&test.package_dir)
+            .env("CARGO_MANIFEST_DIR", &test.package_dir)
+            .env("CARGO_PKG_NAME", &test.package);
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
+        let status = cmd
+            .status()
+            .with_context(|| format!("running {}", test.executable.display()))?;
+        if !status.success() {
+            bail!(
+                "tests of {} {} `{}` failed ({status})",
+                test.package,
+                test.kind,
+                test.name
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::package_name;
+
+    #[test]
+    fn package_names_from_ids() {
+        assert_eq!(
+            package_name("path+file:///w/slurm-client#0.1.0"),
+            "slurm-client"
+        );
+        assert_eq!(
+            package_name("path+file:///w/kube-ground#kube-ground@0.0.0"),
+            "kube-ground"
+        );
+        assert_eq!(
+            package_name("registry+https://github.com/rust-lang/crates.io-index#serde@1.0.0"),
+            "serde"
+        );
+    }
+}
