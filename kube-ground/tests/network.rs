@@ -81,6 +81,32 @@ async fn two_sandboxes_reach_each_other_by_ip() {
 }
 
 #[tokio::test]
+async fn the_bridge_keeps_its_address_as_pods_come_and_go() {
+    let net = network();
+    let cfg = common::net_config();
+    let mac = || {
+        let out = std::process::Command::new("ip")
+            .args(["-n", &cfg.ground_netns, "-br", "link", "show", &cfg.bridge])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.split_whitespace()
+            .nth(2)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let pods = [pod("mac-a"), pod("mac-b"), pod("mac-c")];
+    for p in &pods {
+        net.create(p).await.unwrap();
+        assert_eq!(mac(), kube_ground::net::bridge_mac(cfg.gateway));
+    }
+    for p in &pods {
+        net.destroy(&p.uid).await.unwrap();
+        assert_eq!(mac(), "02:00:0a:f4:00:01");
+    }
+}
+
+#[tokio::test]
 async fn sandboxes_are_idempotent_and_their_addresses_survive_a_restart() {
     let net = network();
     let a = pod("a");

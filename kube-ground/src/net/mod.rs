@@ -167,6 +167,17 @@ impl Network {
             ip::ip(&["-n", g, "addr", "add", &gw, "dev", bridge]).await?;
             ip::ip(&["-n", g, "link", "set", bridge, "up"]).await?;
         }
+        // Also on a bridge an older ground made: setting the same address again changes nothing.
+        ip::ip(&[
+            "-n",
+            g,
+            "link",
+            "set",
+            bridge,
+            "address",
+            &bridge_mac(self.cfg.gateway),
+        ])
+        .await?;
         Ok(())
     }
 
@@ -306,6 +317,15 @@ fn short_id(uid: &str) -> String {
 fn veth_name(netns: &str) -> String {
     let short = netns.get(netns.len().saturating_sub(10)..).unwrap_or(netns);
     format!("veth{short}")
+}
+
+/// The bridge's MAC, fixed (locally administered, from the gateway address). Unset, a Linux bridge
+/// takes the lowest MAC of its ports, so a pod's veth coming or going could change it, and every
+/// pod's ARP entry for the gateway went stale: traffic between pods and the ground stopped for
+/// seconds (in CI an admission webhook call from the API server timed out as a pod was deleted).
+pub fn bridge_mac(gateway: Ipv4Addr) -> String {
+    let [a, b, c, d] = gateway.octets();
+    format!("02:00:{a:02x}:{b:02x}:{c:02x}:{d:02x}")
 }
 
 #[cfg(test)]
