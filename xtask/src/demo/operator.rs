@@ -105,17 +105,7 @@ pub fn run(workspace: &Path, args: &OperatorArgs) -> Result<()> {
             ground::up(&shape, workspace)?.0
         }
     };
-    let kubectl = |args: &[&str]| -> Result<String> {
-        let out = ground::kubectl(&state).args(args).output()?;
-        if !out.status.success() {
-            bail!(
-                "kubectl {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    };
+    let kubectl = |args: &[&str]| ground::kubectl_output(&state, args);
     let apply = |yaml: &str| -> Result<()> {
         let mut child = ground::kubectl(&state)
             .args(["apply", "--server-side", "--force-conflicts", "-f", "-"])
@@ -130,29 +120,11 @@ pub fn run(workspace: &Path, args: &OperatorArgs) -> Result<()> {
     };
 
     eprintln!("==> building the operator");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let built = Command::new(&cargo)
-        .current_dir(workspace)
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "slurm-operator",
-            "--bin",
-            "slurm-operator",
-        ])
-        .status()?;
-    if !built.success() {
-        bail!("building slurm-operator failed");
-    }
+    let built = crate::unified::binaries(workspace, &["slurm-operator"])?.remove(0);
     // A copy: a later `cargo build` replaces target/debug/slurm-operator under a running process.
     std::fs::create_dir_all(demo_dir())?;
     std::fs::set_permissions(demo_dir(), std::fs::Permissions::from_mode(0o700))?;
-    std::fs::copy(
-        crate::target_dir(workspace).join("debug/slurm-operator"),
-        binary(),
-    )
-    .context("copying the operator binary")?;
+    std::fs::copy(&built, binary()).context("copying the operator binary")?;
 
     println!("\n$ slurm-operator crds | kubectl apply --server-side -f -");
     let crds = Command::new(binary()).arg("crds").output()?;

@@ -289,15 +289,7 @@ impl Demo {
     }
 
     fn kubectl(&self, args: &[&str]) -> Result<String> {
-        let out = ground::kubectl(&self.state).args(args).output()?;
-        if !out.status.success() {
-            bail!(
-                "kubectl {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        ground::kubectl_output(&self.state, args)
     }
 
     fn apply(&self, ns: &str, yaml: &str) -> Result<()> {

@@ -263,6 +263,19 @@ pub fn kubectl(state: &State) -> Command {
     cmd
 }
 
+/// `kubectl ARGS` on the ground: its output, or an error with what kubectl said.
+pub fn kubectl_output(state: &State, args: &[&str]) -> Result<String> {
+    let out = kubectl(state).args(args).output()?;
+    if !out.status.success() {
+        bail!(
+            "kubectl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 fn write_env_file(state: &State) -> Result<()> {
     let mut env = format!(
         "# The Kubernetes test ground (cargo xtask kube up)\nKUBECONFIG={}\nKUBE_GROUND_API=https://{API_ADDR}\nKUBE_GROUND_AUDIT_LOG={}\nKUBE_GROUND_KUBECTL={}\nKUBE_GROUND_NODES={}\nKUBE_GROUND_NODE_NAMES={}\nKUBE_GROUND_TOKEN_FILE={}\n",
