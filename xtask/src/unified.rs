@@ -78,17 +78,18 @@ pub fn everything(workspace: &Path) -> Result<Vec<Artifact>> {
     let mut args: Vec<String> = ["--lib", "--bins", "--benches", "--examples"]
         .map(String::from)
         .to_vec();
-    let mut tests: Vec<String> = targets(workspace)?
-        .into_iter()
+    let all = targets(workspace)?;
+    let mut tests: Vec<String> = all
+        .iter()
         .filter(|t| t.kind == "test")
-        .map(|t| t.name)
+        .map(|t| t.name.clone())
         .collect();
     tests.sort();
     tests.dedup();
     for test in tests {
         args.extend(["--test".into(), test]);
     }
-    build(workspace, &args)
+    build(workspace, &all, &args)
 }
 
 /// The binaries `names` (program, not test harness), built as the tests build them. Cargo builds a
@@ -113,7 +114,7 @@ pub fn binaries(workspace: &Path, names: &[&str]) -> Result<Vec<PathBuf>> {
             })?;
         args.extend(["--test".to_owned(), test.name.clone()]);
     }
-    let built = build(workspace, &args)?;
+    let built = build(workspace, &all, &args)?;
     names
         .iter()
         .map(|name| {
@@ -126,10 +127,10 @@ pub fn binaries(workspace: &Path, names: &[&str]) -> Result<Vec<PathBuf>> {
         .collect()
 }
 
-fn build(workspace: &Path, targets_args: &[String]) -> Result<Vec<Artifact>> {
-    let flags: BTreeMap<(String, String), bool> = targets(workspace)?
-        .into_iter()
-        .map(|t| ((t.package, t.name), t.test))
+fn build(workspace: &Path, all: &[Target], targets_args: &[String]) -> Result<Vec<Artifact>> {
+    let flags: BTreeMap<(&str, &str), bool> = all
+        .iter()
+        .map(|t| ((t.package.as_str(), t.name.as_str()), t.test))
         .collect();
     let mut cmd = cargo(workspace);
     cmd.args(SELECTION)
@@ -160,7 +161,7 @@ fn build(workspace: &Path, targets_args: &[String]) -> Result<Vec<Artifact>> {
             .unwrap_or_default()
             .to_owned();
         let runs_by_default = flags
-            .get(&(package.clone(), name.clone()))
+            .get(&(package.as_str(), name.as_str()))
             .copied()
             .unwrap_or(true);
         artifacts.push(Artifact {

@@ -3,9 +3,15 @@
 //! checks take only the CPU the tests leave. Their output goes to a log, printed if they fail.
 
 use std::fs::File;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::thread::JoinHandle;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
 
 use anyhow::{Context, Result, bail};
 
@@ -16,7 +22,16 @@ const VERSION_FEATURES: [&str; 6] = [
 
 pub struct Checks {
     log: PathBuf,
-    thread: JoinHandle<Result<()>>,
+    thread: Option<JoinHandle<Result<()>>>,
+    stop: Arc<Stop>,
+}
+
+/// How an unwaited `Checks` stops its thread: no further command, and the running one's process
+/// group (cargo and its rustc children) terminated, so no cargo is left holding the target directory.
+#[derive(Default)]
+struct Stop {
+    requested: AtomicBool,
+    group: AtomicI32,
 }
 
 impl Checks {
@@ -29,14 +44,20 @@ impl Checks {
             log.display()
         );
         let workspace = workspace.to_path_buf();
-        let thread = std::thread::spawn(move || run_all(&workspace, &file));
-        Ok(Checks { log, thread })
+        let stop = Arc::new(Stop::default());
+        let in_thread = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || run_all(&workspace, &file, &in_thread));
+        Ok(Checks {
+            log,
+            thread: Some(thread),
+            stop,
+        })
     }
 
     /// Waits for the checks; on failure, prints their log's end.
-    pub fn wait(self) -> Result<()> {
-        let result = self
-            .thread
+    pub fn wait(mut self) -> Result<()> {
+        let thread = self.thread.take().expect("waited once");
+        let result = thread
             .join()
             .unwrap_or_else(|_| bail!("the checks' thread panicked"));
         if result.is_err() {
@@ -51,10 +72,26 @@ impl Checks {
     }
 }
 
-fn run_all(workspace: &Path, log: &File) -> Result<()> {
+/// A run that fails before waiting for the checks stops them rather than leaving a cargo behind.
+impl Drop for Checks {
+    fn drop(&mut self) {
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        self.stop.requested.store(true, Ordering::SeqCst);
+        let group = self.stop.group.load(Ordering::SeqCst);
+        if group > 0 {
+            let _ = killpg(Pid::from_raw(group), Signal::SIGTERM);
+        }
+        let _ = thread.join();
+    }
+}
+
+fn run_all(workspace: &Path, log: &File, stop: &Stop) -> Result<()> {
     run(
         workspace,
         log,
+        stop,
         &[
             "clippy",
             "--workspace",
@@ -70,6 +107,7 @@ fn run_all(workspace: &Path, log: &File) -> Result<()> {
     run(
         workspace,
         log,
+        stop,
         &[
             "doc",
             "--no-deps",
@@ -85,6 +123,7 @@ fn run_all(workspace: &Path, log: &File) -> Result<()> {
         run(
             workspace,
             log,
+            stop,
             &[
                 "check",
                 "--package",
@@ -100,7 +139,16 @@ fn run_all(workspace: &Path, log: &File) -> Result<()> {
     Ok(())
 }
 
-fn run(workspace: &Path, log: &File, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
+fn run(
+    workspace: &Path,
+    log: &File,
+    stop: &Stop,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<()> {
+    if stop.requested.load(Ordering::SeqCst) {
+        bail!("stopped before cargo {}", args[0]);
+    }
     let started = std::time::Instant::now();
     let mut cmd = Command::new("nice");
     cmd.arg("-n19")
@@ -114,8 +162,16 @@ fn run(workspace: &Path, log: &File, args: &[&str], env: &[(&str, &str)]) -> Res
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
-        .stderr(log.try_clone()?);
-    let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;
+        .stderr(log.try_clone()?)
+        .process_group(0);
+    let mut child = cmd.spawn().with_context(|| format!("running {cmd:?}"))?;
+    stop.group.store(child.id() as i32, Ordering::SeqCst);
+    // Stopped between the check above and the spawn: the Drop may have missed this group.
+    if stop.requested.load(Ordering::SeqCst) {
+        let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+    }
+    let status = child.wait()?;
+    stop.group.store(0, Ordering::SeqCst);
     let secs = started.elapsed().as_secs_f64();
     if !status.success() {
         bail!(
