@@ -181,14 +181,26 @@ fn http_get(
     target: &str,
     path: Option<&str>,
 ) -> anyhow::Result<()> {
-    write!(
-        stream,
+    // One write: a server that parses what each read brings (slurmd does) must not see the
+    // request line cut after "GET ".
+    let request = format!(
         "GET {} HTTP/1.1\r\nHost: {target}\r\nUser-Agent: kube-probe/1.36\r\nConnection: close\r\n\r\n",
         path.unwrap_or("/")
-    )?;
-    let mut head = [0u8; 32];
-    let n = stream.read(&mut head)?;
-    let line = String::from_utf8_lossy(&head[..n]);
+    );
+    stream.write_all(request.as_bytes())?;
+    stream.flush()?;
+    // The status line may come in more than one read.
+    let mut head = Vec::new();
+    let mut buf = [0u8; 256];
+    while !head.windows(2).any(|w| w == b"\r\n") && head.len() < 1024 {
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = String::from_utf8_lossy(&head);
+    let line = line.lines().next().unwrap_or_default();
     let code: u16 = line
         .split_whitespace()
         .nth(1)
@@ -294,6 +306,46 @@ mod tests {
         assert_eq!(p.record(false, now), None);
         assert_eq!(p.record(false, now), Some(false));
         assert_eq!(p.verdict, Some(false));
+    }
+
+    /// The request goes out in one write, and a status line that comes in pieces is read whole.
+    #[test]
+    fn http_request_is_one_write_and_the_answer_may_be_split() {
+        struct Peer {
+            writes: Vec<Vec<u8>>,
+            answer: Vec<&'static [u8]>,
+        }
+        impl std::io::Write for Peer {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.writes.push(b.to_vec());
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        impl std::io::Read for Peer {
+            fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+                if self.answer.is_empty() {
+                    return Ok(0);
+                }
+                let part = self.answer.remove(0);
+                b[..part.len()].copy_from_slice(part);
+                Ok(part.len())
+            }
+        }
+        let mut peer = Peer {
+            writes: Vec::new(),
+            answer: vec![b"HTTP/1.1", b" 200 OK\r\n", b"\r\n"],
+        };
+        http_get(&mut peer, "10.0.0.1:6818", Some("/readyz")).unwrap();
+        assert_eq!(peer.writes.len(), 1);
+        assert!(peer.writes[0].starts_with(b"GET /readyz HTTP/1.1\r\n"));
+        let mut refused = Peer {
+            writes: Vec::new(),
+            answer: vec![b"HTTP/1.1 503 Service Unavailable\r\n"],
+        };
+        assert!(http_get(&mut refused, "10.0.0.1:6818", None).is_err());
     }
 
     /// An HTTPS probe of a server with a self-signed certificate succeeds (the kubelet does not

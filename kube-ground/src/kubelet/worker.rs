@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use k8s_openapi::api::core::v1::{Container, Pod, PodCondition};
+use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
@@ -493,6 +493,8 @@ impl Worker {
                 let p = &mut slot.probers[k];
                 let kind = p.kind;
                 if let Some(verdict) = p.record(ok, Instant::now()) {
+                    tracing::info!(pod = %self.pod_ref, container = %slot.c.name, "{kind:?} probe: {}",
+                        if verdict { "success" } else { "failure" });
                     match (kind, verdict) {
                         (Kind::Startup, true) => {
                             slot.record.started = true;
@@ -726,8 +728,12 @@ impl Worker {
                 keep_transition(&mut self.transitions, c);
             }
         }
+        // Pushed before, and the API server still shows it: another writer (a controller's
+        // merge patch of the conditions) may have replaced what was pushed, which the real
+        // kubelet corrects at its next sync too.
+        let shown = conditions_shown(&st, self.pod.status.as_ref());
         let body = serde_json::json!({ "status": st });
-        if self.pushed.as_ref() == Some(&body) {
+        if self.pushed.as_ref() == Some(&body) && shown {
             return;
         }
         let api: Api<Pod> = Api::namespaced(self.ctx.client.clone(), &self.pod_ref.namespace);
@@ -746,6 +752,17 @@ impl Worker {
             Err(e) => tracing::warn!(pod = %self.pod_ref, "writing the pod status: {e}"),
         }
     }
+}
+
+/// Whether every condition of `computed` has the same status in `current`.
+fn conditions_shown(computed: &PodStatus, current: Option<&PodStatus>) -> bool {
+    let current = current.and_then(|s| s.conditions.as_ref());
+    computed.conditions.iter().flatten().all(|c| {
+        current.is_some_and(|cs| {
+            cs.iter()
+                .any(|o| o.type_ == c.type_ && o.status == c.status)
+        })
+    })
 }
 
 fn p_next(p: &Prober) -> Instant {

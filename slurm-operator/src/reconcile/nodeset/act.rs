@@ -374,27 +374,29 @@ async fn pod_conditions(pods: &Api<Pod>, pod: &Pod, wanted: &PodConditions) -> R
     if ours_now == ours_wanted {
         return Ok(());
     }
+    // A strategic merge patch keyed by condition type touches only our conditions: a merge patch
+    // would replace the whole list from this (possibly stale) view and could turn the kubelet's
+    // Ready back to False.
     let now = Time(jiff::Timestamp::now());
-    let mut next: Vec<PodCondition> = current
-        .into_iter()
-        .filter(|c| {
-            !c.type_.starts_with(CONDITION_PREFIX)
-                || ours_wanted.get(c.type_.as_str()) == Some(&c.message.as_deref().unwrap_or(""))
-        })
+    let mut entries: Vec<serde_json::Value> = ours_now
+        .keys()
+        .filter(|t| !ours_wanted.contains_key(*t))
+        .map(|t| json!({ "type": t, "$patch": "delete" }))
         .collect();
     for c in &wanted.conditions {
-        if !next.iter().any(|n| n.type_ == c.type_) {
-            next.push(PodCondition {
-                type_: c.type_.clone(),
-                status: "True".into(),
-                message: (!c.message.is_empty()).then(|| c.message.clone()),
-                last_transition_time: Some(now.clone()),
-                ..PodCondition::default()
-            });
+        if ours_now.get(c.type_.as_str()) != Some(&c.message.as_str()) {
+            // Fields are merged into an existing entry: an empty message must be deleted (null).
+            let message = (!c.message.is_empty()).then(|| c.message.clone());
+            entries.push(json!({
+                "type": c.type_,
+                "status": "True",
+                "message": message,
+                "lastTransitionTime": now,
+            }));
         }
     }
-    let patch = json!({ "status": { "conditions": next } });
-    pods.patch_status(&pod.name_any(), &patch_params(), &Patch::Merge(patch))
+    let patch = json!({ "status": { "conditions": entries } });
+    pods.patch_status(&pod.name_any(), &patch_params(), &Patch::Strategic(patch))
         .await?;
     Ok(())
 }
