@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{IMAGE, SCHEDULER, TestEnv, eventually, ground};
+use common::{IMAGE, SCHEDULER, TestEnv, eventually, ground, install_crd};
 use slurm_client::{JobState, NodeQuery};
 
 fn member(group: &str, name: &str) -> String {
@@ -45,18 +45,7 @@ fn job_of(env: &TestEnv, pod: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn gangs_wait_for_each_other_and_cordons_drain() {
     let g = ground();
-    let crd = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/manifests/podgroup-crd.yaml"
-    );
-    g.ok(&["apply", "--server-side", "-f", crd]);
-    g.ok(&[
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "-f",
-        crd,
-    ]);
+    install_crd("podgroup-crd.yaml");
     let mut env = TestEnv::new("gang");
     let slurm = env.slurm();
     env.label_nodes();

@@ -241,6 +241,20 @@ impl Drop for TestEnv {
     }
 }
 
+/// Installs a CRD from `tests/manifests/<file>` and waits until it is served.
+pub fn install_crd(file: &str) {
+    let path = format!("{}/tests/manifests/{file}", env!("CARGO_MANIFEST_DIR"));
+    let g = ground();
+    g.ok(&["apply", "--server-side", "-f", &path]);
+    g.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "-f",
+        &path,
+    ]);
+}
+
 /// Polls `check` every 200 ms until it gives `Some`, panicking with `what` after `limit`.
 pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
 where
