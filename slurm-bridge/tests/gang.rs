@@ -1,6 +1,7 @@
 //! Gangs and nodes on the test ground against a real Slurm 26.05: a coscheduling PodGroup runs as
 //! one job on as many nodes as it has pods, a second one waits in Slurm (its pending reason on the
-//! pods) until the first ends; a cordon drains the Slurm node and uncordon resumes it.
+//! pods) until the first ends; a cordon drains the Slurm node and uncordon resumes it; a node that
+//! loses the external-node label is drained, and deleted from Slurm once idle.
 
 mod common;
 
@@ -137,6 +138,43 @@ async fn gangs_wait_for_each_other_and_cordons_drain() {
         || async {
             let n = slurm.get_node(&node).await.ok()?.into_value();
             (!n.is_drain()).then_some(())
+        },
+    )
+    .await;
+
+    // The label goes from a busy node: drained with the bridge's reason, kept while its job
+    // runs, deleted from Slurm once idle.
+    let busy = env.get("pod/b-0", "{.spec.nodeName}");
+    g.ok(&["label", "node", &busy, &format!("{}-", common::EXTERNAL)]);
+    let reason = eventually(
+        "the unlabelled node drained",
+        Duration::from_secs(30),
+        || async {
+            let n = slurm.get_node(&busy).await.ok()?.into_value();
+            n.is_drain().then(|| n.reason.clone().unwrap_or_default())
+        },
+    )
+    .await;
+    assert!(reason.starts_with("slurm-bridge: "), "{reason}");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(
+        slurm.get_node(&busy).await.is_ok(),
+        "a busy node was deleted from Slurm"
+    );
+    assert_eq!(env.get("pod/b-0", "{.status.phase}"), "Running");
+    env.ground_delete("pod/b-0");
+    env.ground_delete("pod/b-1");
+    eventually(
+        "the idle unlabelled node deleted from Slurm",
+        Duration::from_secs(60),
+        || async {
+            let listed = slurm
+                .list_nodes(&NodeQuery::default())
+                .await
+                .ok()?
+                .into_value()
+                .nodes;
+            (!listed.iter().any(|n| n.name == busy)).then_some(())
         },
     )
     .await;
