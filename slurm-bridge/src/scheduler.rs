@@ -286,6 +286,7 @@ impl Scheduler {
                     .await
                     .map_err(kube_failed("bind"))?;
                 self.metrics.action("bind", None);
+                tracing::info!(pod = %format!("{ns}/{name}"), %node, "bound");
                 if let Some(p) = pod(&name) {
                     if let Some(created) = p.creation_timestamp() {
                         let age = jiff::Timestamp::now().duration_since(created.0);

@@ -1,7 +1,7 @@
 //! The bridge on the test ground against a real Slurm 26.05 (slurmctld and slurmrestd in pods,
 //! external nodes for the ground's nodes): pods are placed by Slurm, bound where their job runs,
 //! packed by their requests, ended with their job, and nothing is deleted while slurmrestd is
-//! away or after the bridge restarts.
+//! away or after the bridge restarts; crashes at any point leave one job per pod.
 
 mod common;
 
@@ -30,6 +30,21 @@ spec:
       requests: {{cpu: "1", memory: 64Mi}}
 "#
     )
+}
+
+/// SIGKILLs and restarts the bridge as soon as it logs `step` for a storm pod (or after 20 s).
+async fn crash_at(env: &mut TestEnv, step: &str) {
+    let seen = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains(step) && l.contains("/storm-"))
+            .count()
+    };
+    let before = seen(&env.bridge_log());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while seen(&env.bridge_log()) == before && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    env.bridge().crash_restart();
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -200,4 +215,79 @@ async fn slurm_places_pods() {
             .count();
         assert_eq!(count, 1, "pack-{i} has {count} live jobs");
     }
+
+    // Crashes at any point (SIGKILL while pods are being submitted, labelled and bound): after
+    // the last restart every pod runs with exactly one live job, and no job is left without pods.
+    let storm: Vec<String> = (0..6).map(|i| pod(&format!("storm-{i}"), "", "")).collect();
+    env.apply(&storm.join("---\n"));
+    for step in ["submitted", "bound"] {
+        crash_at(&mut env, step).await;
+    }
+    for i in 0..6 {
+        env.wait_for(
+            &format!("pod/storm-{i}"),
+            "{.status.phase}",
+            Duration::from_secs(90),
+            |p| p == "Running",
+        );
+    }
+    let live: Vec<_> = slurm
+        .list_jobs(&JobQuery::default())
+        .await
+        .unwrap()
+        .into_value()
+        .jobs
+        .into_iter()
+        .filter(|j| !j.state.is_finished())
+        .collect();
+    for i in 0..6 {
+        let needle = format!("{}/storm-{i}\"", env.ns.name);
+        let ids: Vec<u32> = live
+            .iter()
+            .filter(|j| {
+                j.admin_comment
+                    .as_deref()
+                    .is_some_and(|c| c.contains(&needle))
+            })
+            .map(|j| j.id)
+            .collect();
+        let label: u32 = env
+            .get(
+                &format!("pod/storm-{i}"),
+                "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}",
+            )
+            .parse()
+            .unwrap();
+        assert_eq!(
+            ids,
+            vec![label],
+            "storm-{i}: live jobs {ids:?}, label {label}"
+        );
+    }
+    eventually(
+        "no live job without pods",
+        Duration::from_secs(60),
+        || async {
+            let pods = env.get("pods", "{.items[*].metadata.name}");
+            let pods: BTreeSet<String> = pods
+                .split_whitespace()
+                .map(|p| format!("{}/{p}\"", env.ns.name))
+                .collect();
+            let jobs = slurm
+                .list_jobs(&JobQuery::default())
+                .await
+                .ok()?
+                .into_value()
+                .jobs;
+            jobs.iter()
+                .filter(|j| !j.state.is_finished())
+                .all(|j| {
+                    j.admin_comment
+                        .as_deref()
+                        .is_none_or(|c| pods.iter().any(|p| c.contains(p.as_str())))
+                })
+                .then_some(())
+        },
+    )
+    .await;
 }

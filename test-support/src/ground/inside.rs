@@ -211,6 +211,12 @@ impl InsideProcess {
         self.start();
     }
 
+    /// [`kill_now`](Self::kill_now), then the same command again: a crash and a restart.
+    pub fn crash_restart(&mut self) {
+        self.kill_now();
+        self.start();
+    }
+
     fn stop(&mut self, first: Option<Signal>) {
         let Some(mut child) = self.child.take() else {
             return;
