@@ -148,23 +148,6 @@ pub fn run(workspace: &Path, cmd: ImageCmd) -> Result<()> {
     Ok(())
 }
 
-/// `cargo xtask image project --dev --tag …`, in this process: what CI's Helm end-to-end installs.
-pub fn project_dev(workspace: &Path, tags: &[String]) -> Result<()> {
-    run(
-        workspace,
-        ImageCmd {
-            all: false,
-            names: vec!["project".to_owned()],
-            tags: tags.to_vec(),
-            dev: true,
-            store: None,
-            list: false,
-            unpack: None,
-            verify: false,
-        },
-    )
-}
-
 /// What `cargo xtask image NAME…` builds.
 struct Selection {
     recipes: Vec<recipes::Recipe>,

@@ -1,7 +1,9 @@
-//! The static checks (clippy, rustdoc, each REST version alone), run in the background while the
-//! ground tests run. They only compile, the ground tests mostly wait on pods; at nice 19 the
-//! checks take only the CPU the tests leave. Their output goes to a log, printed if they fail.
+//! Work that runs in the background while the ground tests run: the static checks (clippy,
+//! rustdoc, each REST version alone) and the dev images of the end-to-end. They only compile or
+//! pack, the ground tests mostly wait on pods; at nice 19 they take only the CPU the tests leave.
+//! Each lane's output goes to a log, printed if it fails.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -20,13 +22,39 @@ const VERSION_FEATURES: [&str; 6] = [
     "v0_0_40", "v0_0_41", "v0_0_42", "v0_0_43", "v0_0_44", "v0_0_45",
 ];
 
-pub struct Checks {
+/// One command of a lane.
+pub struct Step {
+    program: OsString,
+    args: Vec<String>,
+    env: Vec<(&'static str, &'static str)>,
+}
+
+impl Step {
+    fn cargo(args: &[&str], env: &[(&'static str, &'static str)]) -> Step {
+        Step {
+            program: std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: env.to_vec(),
+        }
+    }
+
+    fn label(&self) -> String {
+        let program = Path::new(&self.program)
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
+        format!("{program} {}", self.args.join(" "))
+    }
+}
+
+/// A lane of background commands, run one after the other in a thread.
+pub struct Background {
     log: PathBuf,
     thread: Option<JoinHandle<Result<()>>>,
     stop: Arc<Stop>,
 }
 
-/// How an unwaited `Checks` stops its thread: no further command, and the running one's process
+/// How an unwaited `Background` stops its thread: no further command, and the running one's process
 /// group (cargo and its rustc children) terminated, so no cargo is left holding the target directory.
 #[derive(Default)]
 struct Stop {
@@ -34,20 +62,48 @@ struct Stop {
     group: AtomicI32,
 }
 
-impl Checks {
-    pub fn start(workspace: &Path) -> Result<Checks> {
-        let log = crate::target_dir(workspace).join("ci-checks.log");
+impl Background {
+    /// Clippy, rustdoc and each REST version alone; log `target/ci-checks.log`.
+    pub fn checks(workspace: &Path) -> Result<Background> {
+        Background::start(
+            workspace,
+            "ci-checks.log",
+            "clippy, rustdoc and the REST versions",
+            checks(),
+        )
+    }
+
+    /// `image project --dev` with `tags`, by the xtask binary `xtask`; log `target/ci-images.log`.
+    pub fn dev_images(workspace: &Path, xtask: &Path, tags: &[String]) -> Result<Background> {
+        let mut args = vec!["image".to_owned(), "project".to_owned(), "--dev".to_owned()];
+        for tag in tags {
+            args.extend(["--tag".to_owned(), tag.clone()]);
+        }
+        let step = Step {
+            program: xtask.into(),
+            args,
+            env: Vec::new(),
+        };
+        Background::start(workspace, "ci-images.log", "the dev images", vec![step])
+    }
+
+    fn start(workspace: &Path, log_name: &str, what: &str, steps: Vec<Step>) -> Result<Background> {
+        let log = crate::target_dir(workspace).join(log_name);
         std::fs::create_dir_all(log.parent().expect("has a parent"))?;
         let file = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         eprintln!(
-            "  clippy, rustdoc and the REST versions run beside, at nice 19; log: {}",
+            "  {what}: beside the tests, at nice 19; log: {}",
             log.display()
         );
         let workspace = workspace.to_path_buf();
         let stop = Arc::new(Stop::default());
         let in_thread = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || run_all(&workspace, &file, &in_thread));
-        Ok(Checks {
+        let thread = std::thread::spawn(move || {
+            steps
+                .iter()
+                .try_for_each(|step| run(&workspace, &file, &in_thread, step))
+        });
+        Ok(Background {
             log,
             thread: Some(thread),
             stop,
@@ -59,7 +115,7 @@ impl Checks {
         let thread = self.thread.take().expect("waited once");
         let result = thread
             .join()
-            .unwrap_or_else(|_| bail!("the checks' thread panicked"));
+            .unwrap_or_else(|_| bail!("the background thread panicked"));
         if result.is_err() {
             let text = std::fs::read_to_string(&self.log).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();
@@ -72,8 +128,8 @@ impl Checks {
     }
 }
 
-/// A run that fails before waiting for the checks stops them rather than leaving a cargo behind.
-impl Drop for Checks {
+/// A run that fails before waiting for a lane stops it rather than leaving a cargo behind.
+impl Drop for Background {
     fn drop(&mut self) {
         let Some(thread) = self.thread.take() else {
             return;
@@ -87,43 +143,36 @@ impl Drop for Checks {
     }
 }
 
-fn run_all(workspace: &Path, log: &File, stop: &Stop) -> Result<()> {
-    run(
-        workspace,
-        log,
-        stop,
-        &[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--all-features",
-            "--",
-            "-D",
-            "warnings",
-        ],
-        &[],
-    )?;
-    // The crate docs are how a newcomer learns the client: a broken intra-doc link fails CI.
-    run(
-        workspace,
-        log,
-        stop,
-        &[
-            "doc",
-            "--no-deps",
-            "--all-features",
-            "--package",
-            "slurm-client",
-            "--package",
-            "slurm-exporter",
-        ],
-        &[("RUSTDOCFLAGS", "-D warnings")],
-    )?;
+fn checks() -> Vec<Step> {
+    let mut steps = vec![
+        Step::cargo(
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--all-features",
+                "--",
+                "-D",
+                "warnings",
+            ],
+            &[],
+        ),
+        // The crate docs are how a newcomer learns the client: a broken intra-doc link fails CI.
+        Step::cargo(
+            &[
+                "doc",
+                "--no-deps",
+                "--all-features",
+                "--package",
+                "slurm-client",
+                "--package",
+                "slurm-exporter",
+            ],
+            &[("RUSTDOCFLAGS", "-D warnings")],
+        ),
+    ];
     for feature in VERSION_FEATURES {
-        run(
-            workspace,
-            log,
-            stop,
+        steps.push(Step::cargo(
             &[
                 "check",
                 "--package",
@@ -134,32 +183,27 @@ fn run_all(workspace: &Path, log: &File, stop: &Stop) -> Result<()> {
                 feature,
             ],
             &[],
-        )?;
+        ));
     }
-    Ok(())
+    steps
 }
 
-fn run(
-    workspace: &Path,
-    log: &File,
-    stop: &Stop,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> Result<()> {
+fn run(workspace: &Path, log: &File, stop: &Stop, step: &Step) -> Result<()> {
+    let label = step.label();
     if stop.requested.load(Ordering::SeqCst) {
-        bail!("stopped before cargo {}", args[0]);
+        bail!("stopped before {label}");
     }
     let started = std::time::Instant::now();
     let mut cmd = Command::new("nice");
     cmd.arg("-n19")
-        .arg(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(args)
+        .arg(&step.program)
+        .args(&step.args)
         .current_dir(workspace)
         .env(
             "CARGO_INCREMENTAL",
             std::env::var_os("CARGO_INCREMENTAL").unwrap_or("0".into()),
         )
-        .envs(env.iter().copied())
+        .envs(step.env.iter().copied())
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log.try_clone()?)
@@ -174,14 +218,13 @@ fn run(
     stop.group.store(0, Ordering::SeqCst);
     let secs = started.elapsed().as_secs_f64();
     if !status.success() {
-        bail!(
-            "cargo {} failed ({status}) after {secs:.0} s",
-            args.join(" ")
-        );
+        bail!("{label} failed ({status}) after {secs:.0} s");
     }
-    eprintln!(
-        "  (beside the tests) cargo {} passed in {secs:.0} s",
-        args[0]
-    );
+    let short: String = label
+        .split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    eprintln!("  (beside the tests) {short} passed in {secs:.0} s");
     Ok(())
 }

@@ -157,9 +157,16 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
     t.phase("Kubernetes test ground up (cargo xtask kube up)", || {
         ground_up(workspace)
     })?;
-    // Clippy, rustdoc and the one-version builds compile and the ground tests mostly wait: the
-    // checks run beside them at the lowest CPU priority, so the tests' pods are not slowed down.
-    let checks = background::Checks::start(workspace)?;
+    // Clippy, rustdoc, the one-version builds and the end-to-end's images compile or pack, and the
+    // ground tests mostly wait: they run beside them at the lowest CPU priority, so the tests'
+    // pods are not slowed down.
+    let checks = background::Background::checks(workspace)?;
+    let xtask = built
+        .iter()
+        .find(|a| a.package == "xtask" && a.kind == "bin" && !a.harness)
+        .context("the unified build made no xtask binary")?;
+    let images =
+        background::Background::dev_images(workspace, &xtask.executable, &["e2e-upgrade".into()])?;
     let kube_tests = t
         .phase(
             "API server tests (xtask's kube_apiserver)",
@@ -196,8 +203,8 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
     kube_tests?;
     // What users install: the project's images and charts, with real Helm, on a fresh ground.
     t.phase(
-        "images of the project's binaries, dev profile (cargo xtask image project --dev --tag e2e-upgrade)",
-        || crate::image::project_dev(workspace, &["e2e-upgrade".to_owned()]),
+        "images of the project's binaries, dev profile (image project --dev --tag e2e-upgrade, built beside the ground tests)",
+        || images.wait(),
     )?;
     t.phase("Kubernetes test ground up for the Helm end-to-end", || {
         ground_up(workspace)
