@@ -77,7 +77,7 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
 
     let mut env = TestEnv::new("op-bench");
     let ns = env.name().to_owned();
-    let kube = kube_client().await?;
+    let kube = ground().kube_client().await?;
     println!("operator benchmark on the test ground, namespace {ns}");
     println!(
         "operator: {} run --namespaces {ns} (default flags)",
@@ -548,17 +548,6 @@ spec:
     tokio::time::sleep(Duration::from_secs(20)).await;
     let pid = operator_pid(env).ok_or("the operator is gone")?;
     Ok((created, rss_kib(pid).ok_or("no VmRSS")?))
-}
-
-/// The ground's admin kubeconfig (API server on the host's loopback).
-async fn kube_client() -> Result<kube::Client> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(ground().kubeconfig())?;
-    let config = kube::Config::from_custom_kubeconfig(
-        kubeconfig,
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await?;
-    Ok(kube::Client::try_from(config)?)
 }
 
 fn ground_var(env_file: &str, key: &str) -> Option<String> {

@@ -1,6 +1,6 @@
 //! `cargo xtask bench`: the benchmarks that print figures, the cluster ones against a large
 //! Slurm 26.05 cluster (4 real nodes, 2,000 virtual ones, accounting) started and stopped here.
-//! The operator's benchmark runs on the Kubernetes test ground instead (`cargo xtask kube up`
+//! The operator's and the bridge's benchmarks run on the Kubernetes test ground instead (`cargo xtask kube up`
 //! first; without it the benchmark says it is skipped).
 
 use std::path::Path;
@@ -22,7 +22,7 @@ struct Bench {
     needs_cluster: bool,
 }
 
-const BENCHES: [Bench; 4] = [
+const BENCHES: [Bench; 5] = [
     Bench {
         package: "slurm-exporter",
         name: "scale",
@@ -38,10 +38,15 @@ const BENCHES: [Bench; 4] = [
         name: "decode",
         needs_cluster: false,
     },
-    // Builds its own Slurm clusters as pods on the test ground.
+    // These two build their own Slurm clusters as pods on the test ground.
     Bench {
         package: "slurm-operator",
         name: "operator",
+        needs_cluster: false,
+    },
+    Bench {
+        package: "slurm-bridge",
+        name: "bridge",
         needs_cluster: false,
     },
 ];

@@ -41,6 +41,11 @@ pub struct TestEnv {
 impl TestEnv {
     /// Namespace `<prefix>-<pid>` with the key Secrets and the Slurm cluster, up and answering.
     pub fn new(prefix: &str) -> TestEnv {
+        TestEnv::with_slurm_conf(prefix, "")
+    }
+
+    /// [`new`](Self::new), with `extra` lines appended to slurm.conf.
+    pub fn with_slurm_conf(prefix: &str, extra: &str) -> TestEnv {
         let g = ground();
         let ns = g.namespace(prefix);
         let slurm_key = random_key();
@@ -60,7 +65,11 @@ impl TestEnv {
             "/tests/manifests/slurm.yaml"
         ))
         .unwrap()
-        .replace("NAMESPACE", &ns.name);
+        .replace("NAMESPACE", &ns.name)
+        .replace(
+            "    MaxNodeCount=64\n",
+            &format!("    MaxNodeCount=64\n{}", indent(extra)),
+        );
         g.apply(&ns.name, &manifest);
         let dir = std::env::temp_dir().join(format!("bridge-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -144,6 +153,12 @@ impl TestEnv {
 
     /// Starts (or restarts) the bridge with a config for this namespace.
     pub fn start_bridge(&mut self, extra_config: &str) -> &mut InsideProcess {
+        let log = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
+        self.start_bridge_logging(extra_config, &log)
+    }
+
+    /// [`start_bridge`](Self::start_bridge) with `RUST_LOG=<log>`.
+    pub fn start_bridge_logging(&mut self, extra_config: &str, log: &str) -> &mut InsideProcess {
         if let Some(mut old) = self.bridge.take() {
             old.kill();
         }
@@ -159,7 +174,6 @@ impl TestEnv {
         .unwrap();
         let token = self.dir.join("auth-token");
         std::fs::write(&token, self.token()).unwrap();
-        let log = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
         let args = [
             "--config",
             config.to_str().unwrap(),
@@ -172,7 +186,7 @@ impl TestEnv {
             "--webhook-addr",
             "0",
         ];
-        let process = ground().spawn_inside(BRIDGE, &args, &[("RUST_LOG", &log)]);
+        let process = ground().spawn_inside(BRIDGE, &args, &[("RUST_LOG", log)]);
         self.bridge.insert(process)
     }
 
@@ -272,6 +286,11 @@ where
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// slurm.conf lines indented as in the manifest's ConfigMap.
+fn indent(lines: &str) -> String {
+    lines.lines().map(|l| format!("    {l}\n")).collect()
 }
 
 /// 1024 random alphanumeric characters, as the chart's `randAlphaNum 1024`.

@@ -55,6 +55,16 @@ impl Ground {
         &self.kubeconfig
     }
 
+    /// A client of the ground's API server, with its admin kubeconfig.
+    pub async fn kube_client(
+        &self,
+    ) -> Result<kube::Client, Box<dyn std::error::Error + Send + Sync>> {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
+        let options = kube::config::KubeConfigOptions::default();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
     /// Debian sid's kubectl, as `kube up` found it.
     pub fn kubectl_path(&self) -> &Path {
         &self.kubectl

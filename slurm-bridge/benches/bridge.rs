@@ -1,0 +1,399 @@
+//! The bridge's figures on the test ground (`cargo xtask kube up`), against the real Slurm 26.05 of
+//! the tests (slurmctld and slurmrestd in pods, the ground's nodes as external nodes), with the
+//! bridge running inside the ground as in a pod:
+//!
+//! - **the floor**: placeholder jobs submitted straight through `slurm_client`, as the bridge
+//!   submits them: submit → RUNNING latency p50/p99 and jobs running per second;
+//! - **the bridge**: as many pods created at once: create → bound and create → Running latency
+//!   p50/p99, pods bound per second, and the slurmrestd response bytes the bridge read per bound
+//!   pod (from its debug log, so everything it reads while the pods are placed counts);
+//! - both again with 20,000 unrelated held jobs in Slurm (5,000 with `SLURM_BENCH_QUICK=1`).
+//!
+//! Each round fills every CPU of the external nodes with 1-CPU jobs or pods, and rounds of the
+//! floor and the bridge alternate, so the two see the same cluster. Ratios are printed at the end.
+//!
+//! ```sh
+//! cargo bench -p slurm-bridge --bench bridge      # or: cargo xtask bench
+//! ```
+//!
+//! Without the ground (no `/run/slurm-dev/kube/kube.env`) the bench says so and is skipped.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{IMAGE, SCHEDULER, TestEnv, eventually, ground};
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use slurm_client::{Client, JobState, JobSubmission, NodeQuery};
+
+const GROUND_ENV: &str = "/run/slurm-dev/kube/kube.env";
+const LIMIT: Duration = Duration::from_secs(180);
+const PARTITION: &str = "slurm-bridge";
+
+fn main() {
+    let env_file = std::env::var("KUBE_GROUND_ENV_FILE").unwrap_or_else(|_| GROUND_ENV.into());
+    if !Path::new(&env_file).is_file() {
+        println!("skipped: the test ground is not up ({env_file} missing): cargo xtask kube up");
+        return;
+    }
+    let quick = std::env::var("SLURM_BENCH_QUICK").is_ok_and(|v| v == "1");
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(run(quick));
+}
+
+/// When each pod was created (by this process), bound and seen Running.
+#[derive(Default, Clone, Copy)]
+struct PodTimes {
+    created: Option<Instant>,
+    bound: Option<Instant>,
+    running: Option<Instant>,
+}
+
+type Seen = Arc<Mutex<BTreeMap<String, PodTimes>>>;
+
+/// One setting's samples.
+#[derive(Default)]
+struct Figures {
+    raw_latency: Vec<Duration>,
+    raw_rate: Vec<f64>,
+    bound_latency: Vec<Duration>,
+    running_latency: Vec<Duration>,
+    bound_rate: Vec<f64>,
+    bytes_per_pod: Vec<f64>,
+}
+
+async fn run(quick: bool) {
+    let rounds = if quick { 2 } else { 4 };
+    let fillers = if quick { 5_000 } else { 20_000 };
+    let mut env = TestEnv::with_slurm_conf("bridge-bench", "MaxJobCount=60000\n");
+    let slurm = env.slurm();
+    env.label_nodes();
+    env.start_bridge_logging("exclusive: false\n", "info,slurm_client::transport=debug");
+    let expected = env.nodes.len();
+    let slots: usize = eventually("the external nodes", LIMIT, || async {
+        let nodes = slurm
+            .list_nodes(&NodeQuery::default())
+            .await
+            .ok()?
+            .into_value()
+            .nodes;
+        (nodes.len() >= expected && nodes.iter().all(|n| n.is_available()))
+            .then(|| nodes.iter().map(|n| n.cpus as usize).sum())
+    })
+    .await;
+    let kube = ground()
+        .kube_client()
+        .await
+        .expect("a client of the ground");
+    let pods: Api<Pod> = Api::namespaced(kube, &env.ns.name);
+    let seen = watch_pods(pods.clone());
+    println!(
+        "slurm-bridge benchmark: {} external nodes, {slots} CPUs; {rounds} rounds of {slots} jobs and of {slots} pods per setting",
+        env.nodes.len()
+    );
+
+    let mut settings = Vec::new();
+    for (setting, extra) in [("no other jobs", 0), ("with fillers", fillers)] {
+        if extra > 0 {
+            let started = Instant::now();
+            fill(&slurm, extra).await;
+            let secs = started.elapsed().as_secs_f64();
+            println!(
+                "  submitted {extra} held jobs in {secs:.1} s ({:.0} jobs/s)",
+                extra as f64 / secs
+            );
+        }
+        let mut f = Figures::default();
+        for round in 0..rounds {
+            let tag = format!("{}{round}", if extra > 0 { "f" } else { "e" });
+            let (latencies, rate) = raw_round(&slurm, slots, &tag).await;
+            f.raw_latency.extend(latencies);
+            f.raw_rate.push(rate);
+            bridge_round(&env, &pods, &seen, &slurm, slots, &tag, &mut f).await;
+        }
+        let label = if extra > 0 {
+            format!("{extra} other jobs")
+        } else {
+            setting.to_owned()
+        };
+        settings.push((label, f));
+    }
+    report(&settings);
+}
+
+/// Follows the namespace's pods: when each was first seen bound and Running.
+fn watch_pods(pods: Api<Pod>) -> Seen {
+    let seen: Seen = Arc::default();
+    let record = Arc::clone(&seen);
+    tokio::spawn(async move {
+        let mut stream = watcher(pods, watcher::Config::default())
+            .applied_objects()
+            .boxed();
+        while let Some(event) = stream.next().await {
+            let Ok(pod) = event else { continue };
+            let now = Instant::now();
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let bound = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_ref())
+                .is_some();
+            let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+            let mut seen = record.lock().unwrap();
+            let times = seen.entry(name).or_default();
+            if bound && times.bound.is_none() {
+                times.bound = Some(now);
+            }
+            if running && times.running.is_none() {
+                times.running = Some(now);
+            }
+        }
+    });
+    seen
+}
+
+/// `n` placeholder jobs, as the bridge makes them, straight through the client: each job's
+/// submit → RUNNING time and jobs running per second; then they are cancelled.
+async fn raw_round(slurm: &Client, n: usize, tag: &str) -> (Vec<Duration>, f64) {
+    let started = Instant::now();
+    let mut pollers = Vec::new();
+    for i in 0..n {
+        let mut job = JobSubmission::external_job();
+        job.name = Some(format!("raw-{tag}-{i}"));
+        job.partition = Some(PARTITION.into());
+        job.cpus_per_task = Some(1);
+        job.memory_per_node_mb = Some(64);
+        job.min_nodes = Some(1);
+        job.max_nodes = Some(1);
+        job.tasks_per_node = Some(1);
+        job.mcs_label = Some("kubernetes".into());
+        job.working_directory = Some("/tmp".into());
+        let submitted = Instant::now();
+        let id = slurm
+            .submit_job(&job)
+            .await
+            .expect("a placeholder job is accepted")
+            .into_value()
+            .job_id;
+        // One poller per job, so that one job's wait does not delay noticing another's start.
+        let slurm = slurm.clone();
+        pollers.push(tokio::spawn(async move {
+            loop {
+                if let Ok(job) = slurm.get_job(id).await {
+                    let job = job.into_value();
+                    if job.state == JobState::Running {
+                        return (id, submitted.elapsed(), Instant::now());
+                    }
+                    assert!(!job.state.is_finished(), "job {id} ended: {job:?}");
+                }
+                assert!(
+                    submitted.elapsed() < LIMIT,
+                    "job {id} not running after {LIMIT:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }));
+    }
+    let mut latencies = Vec::new();
+    let mut ids = Vec::new();
+    let mut last = started;
+    for poller in pollers {
+        let (id, latency, at) = poller.await.expect("the poller ends");
+        latencies.push(latency);
+        ids.push(id);
+        last = last.max(at);
+    }
+    let rate = n as f64 / (last - started).as_secs_f64();
+    for id in &ids {
+        slurm
+            .cancel_job(*id)
+            .await
+            .expect("cancel a placeholder job");
+    }
+    idle(slurm).await;
+    (latencies, rate)
+}
+
+/// `n` pods created at once for the bridge: create → bound and → Running, pods bound per
+/// second, slurmrestd bytes read by the bridge per pod; then the pods are deleted.
+async fn bridge_round(
+    env: &TestEnv,
+    pods: &Api<Pod>,
+    seen: &Seen,
+    slurm: &Client,
+    n: usize,
+    tag: &str,
+    f: &mut Figures,
+) {
+    let bytes_before = rest_bytes(&env.bridge_log());
+    let names: Vec<String> = (0..n).map(|i| format!("pod-{tag}-{i}")).collect();
+    let started = Instant::now();
+    for name in &names {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "spec": {
+                "schedulerName": SCHEDULER,
+                "terminationGracePeriodSeconds": 0,
+                "containers": [{
+                    "name": "main",
+                    "image": IMAGE,
+                    "command": ["sleep", "3600"],
+                    "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}
+                }]
+            }
+        }))
+        .expect("a pod");
+        seen.lock()
+            .unwrap()
+            .entry(name.clone())
+            .or_default()
+            .created = Some(Instant::now());
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .expect("create a pod");
+    }
+    let times: Vec<PodTimes> = eventually("every pod Running", LIMIT, || async {
+        let seen = seen.lock().unwrap();
+        let times: Vec<PodTimes> = names.iter().filter_map(|n| seen.get(n).copied()).collect();
+        (times.len() == n && times.iter().all(|t| t.running.is_some())).then_some(times)
+    })
+    .await;
+    let bytes = rest_bytes(&env.bridge_log()) - bytes_before;
+    let mut last_bound = started;
+    for t in &times {
+        let created = t.created.expect("recorded before the create");
+        let bound = t.bound.expect("a Running pod is bound");
+        f.bound_latency.push(bound - created);
+        f.running_latency
+            .push(t.running.expect("waited for") - created);
+        last_bound = last_bound.max(bound);
+    }
+    f.bound_rate
+        .push(n as f64 / (last_bound - started).as_secs_f64());
+    f.bytes_per_pod.push(bytes as f64 / n as f64);
+    for name in &names {
+        let _ = pods.delete(name, &DeleteParams::default()).await;
+    }
+    eventually("the round's pods gone", LIMIT, || async {
+        let left = pods.list(&Default::default()).await.ok()?;
+        let left = left
+            .items
+            .iter()
+            .filter(|p| names.contains(p.metadata.name.as_ref().unwrap()))
+            .count();
+        (left == 0).then_some(())
+    })
+    .await;
+    idle(slurm).await;
+}
+
+/// Waits until no CPU of the external nodes is allocated.
+async fn idle(slurm: &Client) {
+    eventually("the nodes idle", LIMIT, || async {
+        let nodes = slurm
+            .list_nodes(&NodeQuery::default())
+            .await
+            .ok()?
+            .into_value()
+            .nodes;
+        nodes.iter().all(|n| n.cpus_allocated == 0).then_some(())
+    })
+    .await;
+}
+
+/// Submits `count` held batch jobs, 16 at a time.
+async fn fill(slurm: &Client, count: usize) {
+    let mut job = JobSubmission::wrap("true");
+    job.name = Some("filler".into());
+    job.partition = Some(PARTITION.into());
+    job.hold = true;
+    job.working_directory = Some("/tmp".into());
+    let job = &job;
+    futures::stream::iter(0..count)
+        .map(|_| async move { slurm.submit_job(job).await.map(drop) })
+        .buffer_unordered(16)
+        .for_each(|r| async move { r.expect("a filler job is accepted") })
+        .await;
+}
+
+/// The total of `bytes=` over the client's "slurmrestd answered" debug lines.
+fn rest_bytes(log: &str) -> u64 {
+    log.lines()
+        .filter(|l| l.contains("slurmrestd answered"))
+        .filter_map(|l| {
+            let rest = &l[l.find("bytes=")? + "bytes=".len()..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+fn percentile(samples: &[Duration], p: f64) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn report(settings: &[(String, Figures)]) {
+    for (label, f) in settings {
+        let raw50 = percentile(&f.raw_latency, 50.0);
+        let bound50 = percentile(&f.bound_latency, 50.0);
+        println!("\n{label}:");
+        println!(
+            "  floor  submit→RUNNING    p50 {:>8}  p99 {:>8}  {:>6.1} jobs/s",
+            ms(raw50),
+            ms(percentile(&f.raw_latency, 99.0)),
+            mean(&f.raw_rate)
+        );
+        println!(
+            "  bridge create→bound      p50 {:>8}  p99 {:>8}  {:>6.1} pods/s",
+            ms(bound50),
+            ms(percentile(&f.bound_latency, 99.0)),
+            mean(&f.bound_rate)
+        );
+        println!(
+            "  bridge create→Running    p50 {:>8}  p99 {:>8}",
+            ms(percentile(&f.running_latency, 50.0)),
+            ms(percentile(&f.running_latency, 99.0))
+        );
+        println!(
+            "  slurmrestd bytes read by the bridge per bound pod: {:.0}",
+            mean(&f.bytes_per_pod)
+        );
+        let extra = bound50.as_secs_f64() - raw50.as_secs_f64();
+        println!(
+            "  ratios: bridge rate / floor rate {:.2} (goal ≥ 0.8); bound p50 − floor p50 {:+.0} ms (goal ≤ +100 ms)",
+            mean(&f.bound_rate) / mean(&f.raw_rate),
+            extra * 1000.0
+        );
+    }
+    if let [(_, empty), (label, full)] = settings {
+        println!(
+            "\nwith {label} / without: bound p50 ×{:.2}, bridge rate ×{:.2}, floor p50 ×{:.2}",
+            percentile(&full.bound_latency, 50.0).as_secs_f64()
+                / percentile(&empty.bound_latency, 50.0).as_secs_f64(),
+            mean(&full.bound_rate) / mean(&empty.bound_rate),
+            percentile(&full.raw_latency, 50.0).as_secs_f64()
+                / percentile(&empty.raw_latency, 50.0).as_secs_f64()
+        );
+    }
+}
