@@ -246,7 +246,7 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
     t.phase("workspace tests against both clusters", || {
         crate::unified::run_tests(
             &built,
-            |a| !ON_GROUND.contains(&a.package.as_str()) && a.runs_by_default,
+            |a| (!ON_GROUND.contains(&a.package.as_str()) || on_slurm(a)) && a.runs_by_default,
             test_args,
             &[("SLURM_TEST_ENV_FILES", env_files.join(":"))],
         )?;
@@ -288,11 +288,18 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
 /// against the local Slurm clusters.
 const ON_GROUND: &[&str] = &["xtask", "kube-ground", "slurm-operator", "slurm-bridge"];
 
+/// Test files of those packages that need the local Slurm clusters instead: (package, test).
+const ON_SLURM: &[(&str, &str)] = &[("slurm-bridge", "old_slurm")];
+
+fn on_slurm(a: &crate::unified::Artifact) -> bool {
+    a.kind == "test" && ON_SLURM.contains(&(a.package.as_str(), a.name.as_str()))
+}
+
 /// A package's tests on the ground.
 fn on_ground(built: &[crate::unified::Artifact], package: &str, args: &[String]) -> Result<()> {
     crate::unified::run_tests(
         built,
-        |a| a.package == package && a.runs_by_default,
+        |a| a.package == package && a.runs_by_default && !on_slurm(a),
         args,
         &[],
     )
