@@ -116,20 +116,23 @@ async fn scheduled_update_replaces_pods_inside_a_maintenance_reservation() {
         ),
     );
 
-    // The reservation appears with the NodeSet's nodes, the finalizer and the condition.
-    let reservation = wait("reserved", Duration::from_secs(60), async || {
-        client
-            .get_reservation(RESERVATION)
-            .await
-            .ok()
-            .map(|r| r.value)
-    })
+    // The reservation appears with the NodeSet's nodes, the finalizer and the condition. (The
+    // operator follows nodes with its own polls: a node it has not seen registered yet joins
+    // the reservation a poll later.)
+    let wanted: BTreeSet<String> = names.iter().map(|n| n.to_string()).collect();
+    let reservation = wait(
+        "reserved with the three nodes",
+        Duration::from_secs(60),
+        async || {
+            let r = client.get_reservation(RESERVATION).await.ok()?.value;
+            let nodes: BTreeSet<String> = hostlist::expand(r.nodes.as_deref().unwrap_or(""))
+                .ok()?
+                .into_iter()
+                .collect();
+            (nodes == wanted).then_some(r)
+        },
+    )
     .await;
-    let nodes: BTreeSet<String> = hostlist::expand(reservation.nodes.as_deref().unwrap_or(""))
-        .unwrap()
-        .into_iter()
-        .collect();
-    assert_eq!(nodes, names.iter().map(|n| n.to_string()).collect());
     for flag in ["MAINT", "IGNORE_JOBS"] {
         assert!(
             reservation.flags.iter().any(|f| f == flag),
