@@ -22,25 +22,22 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{IMAGE, SCHEDULER, TestEnv, eventually, ground};
+use common::{IMAGE, SCHEDULER, TestEnv, eventually, external_nodes, ground, slurm_nodes};
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
-use slurm_client::{Client, JobState, JobSubmission, NodeQuery};
+use slurm_client::{Client, JobState, JobSubmission};
 
-const GROUND_ENV: &str = "/run/slurm-dev/kube/kube.env";
 const LIMIT: Duration = Duration::from_secs(180);
 const PARTITION: &str = "slurm-bridge";
 
 fn main() {
-    let env_file = std::env::var("KUBE_GROUND_ENV_FILE").unwrap_or_else(|_| GROUND_ENV.into());
-    if !Path::new(&env_file).is_file() {
-        println!("skipped: the test ground is not up ({env_file} missing): cargo xtask kube up");
+    if let Some(why) = test_support::ground::not_up() {
+        println!("skipped: {why}");
         return;
     }
     let quick = std::env::var("SLURM_BENCH_QUICK").is_ok_and(|v| v == "1");
@@ -79,18 +76,11 @@ async fn run(quick: bool) {
     let slurm = env.slurm();
     env.label_nodes();
     env.start_bridge_logging("exclusive: false\n", "info,slurm_client::transport=debug");
-    let expected = env.nodes.len();
-    let slots: usize = eventually("the external nodes", LIMIT, || async {
-        let nodes = slurm
-            .list_nodes(&NodeQuery::default())
-            .await
-            .ok()?
-            .into_value()
-            .nodes;
-        (nodes.len() >= expected && nodes.iter().all(|n| n.is_available()))
-            .then(|| nodes.iter().map(|n| n.cpus as usize).sum())
-    })
-    .await;
+    let slots: usize = external_nodes(&env, &slurm)
+        .await
+        .iter()
+        .map(|n| n.cpus as usize)
+        .sum();
     let kube = ground()
         .kube_client()
         .await
@@ -300,12 +290,7 @@ async fn bridge_round(
 /// Waits until no CPU of the external nodes is allocated.
 async fn idle(slurm: &Client) {
     eventually("the nodes idle", LIMIT, || async {
-        let nodes = slurm
-            .list_nodes(&NodeQuery::default())
-            .await
-            .ok()?
-            .into_value()
-            .nodes;
+        let nodes = slurm_nodes(slurm).await?;
         nodes.iter().all(|n| n.cpus_allocated == 0).then_some(())
     })
     .await;

@@ -8,8 +8,8 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::{IMAGE, SCHEDULER, TestEnv, eventually};
-use slurm_client::{JobQuery, JobState, NodeQuery};
+use common::{IMAGE, SCHEDULER, TestEnv, eventually, external_nodes};
+use slurm_client::{JobQuery, JobState};
 
 fn pod(name: &str, annotations: &str, node_selector: &str) -> String {
     format!(
@@ -53,22 +53,7 @@ async fn slurm_places_pods() {
     let slurm = env.slurm();
     env.label_nodes();
     env.start_bridge("exclusive: false\n");
-    let wanted: BTreeSet<String> = env.nodes.iter().cloned().collect();
-    eventually(
-        "the ground's nodes as Slurm external nodes",
-        Duration::from_secs(60),
-        || async {
-            let nodes = slurm
-                .list_nodes(&NodeQuery::default())
-                .await
-                .ok()?
-                .into_value()
-                .nodes;
-            let names: BTreeSet<String> = nodes.into_iter().map(|n| n.name).collect();
-            wanted.is_subset(&names).then_some(())
-        },
-    )
-    .await;
+    external_nodes(&env, &slurm).await;
 
     // A bare pod: its job runs where the pod is bound, with the annotations' fields.
     env.apply(&pod(

@@ -7,8 +7,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{IMAGE, SCHEDULER, TestEnv, eventually, ground, install_crd};
-use slurm_client::{JobState, NodeQuery};
+use common::{
+    IMAGE, SCHEDULER, TestEnv, eventually, external_nodes, ground, install_crd, slurm_nodes,
+};
+use slurm_client::JobState;
 
 fn member(group: &str, name: &str) -> String {
     format!(
@@ -51,17 +53,7 @@ async fn gangs_wait_for_each_other_and_cordons_drain() {
     let slurm = env.slurm();
     env.label_nodes();
     env.start_bridge("");
-    let nodes = env.nodes.len();
-    eventually("the external nodes", Duration::from_secs(60), || async {
-        let listed = slurm
-            .list_nodes(&NodeQuery::default())
-            .await
-            .ok()?
-            .into_value()
-            .nodes;
-        (listed.len() >= nodes).then_some(())
-    })
-    .await;
+    external_nodes(&env, &slurm).await;
 
     // Gang A: two 3-CPU pods, whole nodes (the default), one job on two nodes.
     env.apply(&group("a", 2));
@@ -168,12 +160,7 @@ async fn gangs_wait_for_each_other_and_cordons_drain() {
         "the idle unlabelled node deleted from Slurm",
         Duration::from_secs(60),
         || async {
-            let listed = slurm
-                .list_nodes(&NodeQuery::default())
-                .await
-                .ok()?
-                .into_value()
-                .nodes;
+            let listed = slurm_nodes(&slurm).await?;
             (!listed.iter().any(|n| n.name == busy)).then_some(())
         },
     )

@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{IMAGE, SCHEDULER, TestEnv, eventually, ground, install_crd};
-use slurm_client::{JobState, NodeQuery};
+use common::{IMAGE, SCHEDULER, TestEnv, eventually, external_nodes, ground, install_crd};
+use slurm_client::JobState;
 
 const JOB_ID: &str = "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}";
 
@@ -81,17 +81,7 @@ async fn workload_kinds_refusals_and_a_slurmctld_restart() {
     let slurm = env.slurm();
     env.label_nodes();
     env.start_bridge("exclusive: false\n");
-    let nodes = env.nodes.len();
-    eventually("the external nodes", Duration::from_secs(60), || async {
-        let listed = slurm
-            .list_nodes(&NodeQuery::default())
-            .await
-            .ok()?
-            .into_value()
-            .nodes;
-        (listed.len() >= nodes).then_some(())
-    })
-    .await;
+    external_nodes(&env, &slurm).await;
 
     // A batch Job (the ground's Job controller makes its pod): the Job's annotations and its
     // activeDeadlineSeconds shape the job.

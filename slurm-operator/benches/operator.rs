@@ -42,7 +42,6 @@ const LIMIT: Duration = Duration::from_secs(240);
 const STALE_REASON: &str = "slurm-operator: Pod is terminating";
 /// The end of the operator's scale-in drain reason.
 const SCALE_IN: &str = "pending termination for scale-in";
-const GROUND_ENV: &str = "/run/slurm-dev/kube/kube.env";
 /// Extra clusters and NodeSet pods for the RSS figure.
 const CLUSTERS: usize = 10;
 const PODS_PER_CLUSTER: usize = 20;
@@ -50,11 +49,11 @@ const PODS_PER_CLUSTER: usize = 20;
 type Result<T, E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
 
 fn main() {
-    let env_file = std::env::var("KUBE_GROUND_ENV_FILE").unwrap_or_else(|_| GROUND_ENV.into());
-    if !Path::new(&env_file).is_file() {
-        println!("skipped: the test ground is not up ({env_file} missing): cargo xtask kube up");
+    if let Some(why) = test_support::ground::not_up() {
+        println!("skipped: {why}");
         return;
     }
+    let env_file = test_support::ground::env_file();
     let quick = std::env::var("SLURM_BENCH_QUICK").is_ok_and(|v| v == "1");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -107,6 +107,10 @@ fn namespaced_rules() -> BTreeMap<String, Vec<String>> {
         ("/services", CHILD),
         ("apps/statefulsets", CHILD),
         ("apps/deployments", CHILD),
+        (
+            "apps/controllerrevisions",
+            &["list", "create", "patch", "delete"],
+        ),
         ("policy/poddisruptionbudgets", &["get", "create", "patch"]),
         ("/pods", &["list", "watch", "create", "patch", "delete"]),
         ("/pods/status", &["patch"]),

@@ -3,11 +3,12 @@
 //! `ReservationCreated` condition), a template change waits for the reservation to start,
 //! then the old pods are replaced through drain-then-delete (their Slurm nodes' states after
 //! the replacement are printed: on the ground they stayed DOWN+DRAIN, under investigation);
-//! deleting the NodeSet deletes the reservation and lets the NodeSet go.
+//! deleting the NodeSet deletes the reservation and lets the NodeSet go. The NodeSet's
+//! ControllerRevisions follow its template: revision 1, then 2, the old one deleted.
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use common::workers::slurm;
@@ -40,6 +41,21 @@ fn pod_revisions(env: &TestEnv) -> Vec<(String, String)> {
         .collect();
     pods.sort();
     pods
+}
+
+/// The NodeSet's ControllerRevisions: name → revision number.
+fn revisions(env: &TestEnv) -> BTreeMap<String, String> {
+    let out = ground().get(
+        env.name(),
+        "controllerrevisions",
+        &format!(
+            "{{range .items[?(@.metadata.labels.app\\.kubernetes\\.io/instance==\"{NODESET}\")]}}{{.metadata.name}}={{.revision}} {{end}}"
+        ),
+    );
+    out.split_whitespace()
+        .filter_map(|r| r.split_once('='))
+        .map(|(n, r)| (n.to_string(), r.to_string()))
+        .collect()
 }
 
 async fn wait<T>(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> Option<T>) -> T {
@@ -105,6 +121,12 @@ async fn scheduled_update_replaces_pods_inside_a_maintenance_reservation() {
     }
     let before = pod_revisions(&env);
     assert_eq!(before.len(), 3, "{before:?}");
+    let first = format!("{NODESET}-{}", before[0].1);
+    assert_eq!(
+        revisions(&env),
+        BTreeMap::from([(first.clone(), "1".to_string())]),
+        "one ControllerRevision, of the pods' template"
+    );
 
     // ScheduledUpdate starting in a minute, for two minutes.
     let start = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(60);
@@ -180,6 +202,17 @@ async fn scheduled_update_replaces_pods_inside_a_maintenance_reservation() {
         let now = pod_revisions(&env);
         (now.len() == 3 && now.iter().all(|(_, r)| !old.contains(r))).then_some(())
     })
+    .await;
+    // The new template is revision 2; the old one goes once no pod uses it
+    // (revisionHistoryLimit 0).
+    let second = format!("{NODESET}-{}", pod_revisions(&env)[0].1);
+    wait(
+        "the history at revision 2",
+        Duration::from_secs(60),
+        async || {
+            (revisions(&env) == BTreeMap::from([(second.clone(), "2".to_string())])).then_some(())
+        },
+    )
     .await;
     // The replaced pods' slurmd register again. Whether their nodes come back up inside the
     // active maintenance reservation is reported, not asserted (see the module docs).

@@ -351,6 +351,14 @@ spec:
 /// Grants this run does not exercise, each with the path that uses it.
 const OPERATOR_UNUSED: &[(&str, &str)] = &[
     (
+        "patch apps/controllerrevisions",
+        "a NodeSet template that comes back to an earlier revision; the templates here do not change",
+    ),
+    (
+        "delete apps/controllerrevisions",
+        "a NodeSet revision no pod uses any more; the templates here do not change",
+    ),
+    (
         "get slinky.slurm.net/accountings",
         "read when a Controller references an Accounting; this cluster has none",
     ),

@@ -255,6 +255,35 @@ impl Drop for TestEnv {
     }
 }
 
+/// Slurm's nodes, or `None` when slurmrestd does not answer.
+pub async fn slurm_nodes(slurm: &slurm_client::Client) -> Option<Vec<slurm_client::model::Node>> {
+    let listed = slurm
+        .list_nodes(&slurm_client::NodeQuery::default())
+        .await
+        .ok()?;
+    Some(listed.into_value().nodes)
+}
+
+/// Waits until every ground node is a Slurm external node that takes jobs; gives Slurm's nodes.
+pub async fn external_nodes(
+    env: &TestEnv,
+    slurm: &slurm_client::Client,
+) -> Vec<slurm_client::model::Node> {
+    eventually(
+        "the ground's nodes as Slurm external nodes",
+        Duration::from_secs(60),
+        || async {
+            let nodes = slurm_nodes(slurm).await?;
+            let ready = env
+                .nodes
+                .iter()
+                .all(|k| nodes.iter().any(|n| &n.name == k && n.is_available()));
+            ready.then_some(nodes)
+        },
+    )
+    .await
+}
+
 /// Installs a CRD from `tests/manifests/<file>` and waits until it is served.
 pub fn install_crd(file: &str) {
     let path = format!("{}/tests/manifests/{file}", env!("CARGO_MANIFEST_DIR"));

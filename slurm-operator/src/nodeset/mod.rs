@@ -15,6 +15,7 @@ pub mod cordon;
 pub mod daemon;
 pub mod deadline;
 pub mod drain;
+pub mod history;
 pub mod plan;
 pub mod scheduled;
 pub mod status;

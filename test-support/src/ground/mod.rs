@@ -18,6 +18,18 @@ pub use inside::InsideProcess;
 /// `cargo xtask kube up` writes it; `KUBE_GROUND_ENV_FILE` names another.
 const ENV_FILE: &str = "/run/slurm-dev/kube/kube.env";
 
+/// The ground's env file: `KUBE_GROUND_ENV_FILE`, else where `kube up` writes it.
+pub fn env_file() -> String {
+    std::env::var("KUBE_GROUND_ENV_FILE").unwrap_or_else(|_| ENV_FILE.into())
+}
+
+/// Why a benchmark that needs the ground cannot run: `None` when the ground is up.
+pub fn not_up() -> Option<String> {
+    let file = env_file();
+    (!Path::new(&file).is_file())
+        .then(|| format!("the test ground is not up ({file} missing): cargo xtask kube up"))
+}
+
 pub struct Ground {
     kubeconfig: PathBuf,
     kubectl: PathBuf,
@@ -32,7 +44,7 @@ impl Ground {
     }
 
     pub fn connect() -> Ground {
-        let file = std::env::var("KUBE_GROUND_ENV_FILE").unwrap_or_else(|_| ENV_FILE.into());
+        let file = env_file();
         let raw = std::fs::read_to_string(&file).unwrap_or_else(|e| {
             panic!("{file}: {e}; start the test ground first: cargo xtask kube up")
         });

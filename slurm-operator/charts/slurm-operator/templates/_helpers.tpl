@@ -148,6 +148,11 @@ namespace, else into a Role per watched namespace.
 - apiGroups: ["apps"]
   resources: ["statefulsets", "deployments"]
   verbs: ["get", "list", "watch", "create", "patch"]
+# NodeSet history: a revision per pod template, renumbered when a template comes back, old ones
+# deleted beyond revisionHistoryLimit.
+- apiGroups: ["apps"]
+  resources: ["controllerrevisions"]
+  verbs: ["list", "create", "patch", "delete"]
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
   verbs: ["get", "create", "patch"]

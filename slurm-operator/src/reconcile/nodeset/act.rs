@@ -38,7 +38,7 @@ pub struct Target<'a> {
     pub seen: Option<&'a HashMap<String, Node>>,
 }
 
-fn patch_params() -> PatchParams {
+pub(super) fn patch_params() -> PatchParams {
     PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..PatchParams::default()

@@ -7,6 +7,7 @@
 //! deadline changes (`pod-deadline`, from the running jobs' time limits).
 
 mod act;
+mod history;
 mod observe;
 mod reservation;
 mod triggers;
@@ -125,6 +126,8 @@ async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Res
     };
 
     let revision = render::nodeset_pod::revision_hash(&nodeset.spec);
+    // Kept beside the pods, never in their way: a failure is reported after the plan ran.
+    let history = history::sync(ctx, nodeset, &pods, &revision).await;
     let view = observe::nodeset_view(nodeset, &revision);
     let pod_views: Vec<_> = pods
         .iter()
@@ -185,6 +188,7 @@ async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Res
         &plan,
     )
     .await?;
+    history?;
     // Everything Kubernetes-only was done; report why Slurm actions were held back.
     slurm_client?;
     if let Some(e) = reserved.error {
