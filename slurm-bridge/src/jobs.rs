@@ -5,10 +5,17 @@
 //! again by their `admin_comment`, and afterwards reads only its own jobs that can still change
 //! (pending or running) one by one, so its cost grows with its own jobs, not with the
 //! cluster's. A change of state, reason or nodes wakes the workloads of the job's pods.
+//!
+//! Each job is read on its own schedule: at once when it is new or has just changed, then
+//! after 100 ms, 200 ms, … up to the follow period. A job Slurm starts a moment after its
+//! submission is seen within a fraction of a second, while jobs that wait or run long cost
+//! one read per period.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures::StreamExt;
 use slurm_client::{Client, Job, JobQuery, JobState};
@@ -23,6 +30,32 @@ pub struct Entry {
     pub pods: Vec<String>,
     /// What Slurm last said.
     pub seen: Seen,
+    /// When to read it next, and the wait after that read if it finds no change.
+    next_read: Instant,
+    wait: Duration,
+}
+
+/// The first wait after a job is new or changed; doubled up to the follow period.
+const FIRST_WAIT: Duration = Duration::from_millis(100);
+
+impl Entry {
+    fn new(pods: Vec<String>, seen: Seen) -> Entry {
+        Entry {
+            pods,
+            seen,
+            next_read: Instant::now(),
+            wait: FIRST_WAIT,
+        }
+    }
+}
+
+/// The wait before the next read: short again after a change, else twice the last, at most `period`.
+fn next_wait(last: Duration, changed: bool, period: Duration) -> Duration {
+    if changed {
+        FIRST_WAIT.min(period)
+    } else {
+        (last * 2).min(period).max(FIRST_WAIT.min(period))
+    }
 }
 
 /// What Slurm last said about a job.
@@ -52,9 +85,20 @@ pub struct JobBook {
     inner: Arc<Mutex<Inner>>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Inner {
     jobs: HashMap<u32, Entry>,
+    /// The longest wait between two reads of a job that can still change.
+    period: Duration,
+}
+
+impl Default for Inner {
+    fn default() -> Inner {
+        Inner {
+            jobs: HashMap::new(),
+            period: Duration::from_secs(1),
+        }
+    }
 }
 
 impl JobBook {
@@ -80,7 +124,7 @@ impl JobBook {
             .lock()
             .expect("not poisoned")
             .jobs
-            .insert(id, Entry { pods, seen });
+            .insert(id, Entry::new(pods, seen));
     }
 
     /// Starts following a job a pod names that the book does not know (read on the next poll).
@@ -90,10 +134,7 @@ impl JobBook {
             .expect("not poisoned")
             .jobs
             .entry(id)
-            .or_insert(Entry {
-                pods: Vec::new(),
-                seen: Seen::Unread,
-            });
+            .or_insert_with(|| Entry::new(Vec::new(), Seen::Unread));
     }
 
     /// Forgets a job (its pods are gone).
@@ -121,6 +162,19 @@ impl JobBook {
             .filter(|(_, e)| e.active() && e.pods.iter().any(|p| p == pod))
             .map(|(id, _)| *id)
             .max()
+    }
+
+    /// The jobs that can still change and are due for a read at `now`, with their pods.
+    pub fn due(&self, now: Instant) -> Vec<(u32, Vec<String>)> {
+        let inner = self.inner.lock().expect("not poisoned");
+        let mut due: Vec<_> = inner
+            .jobs
+            .iter()
+            .filter(|(_, e)| e.active() && e.next_read <= now)
+            .map(|(id, e)| (*id, e.pods.clone()))
+            .collect();
+        due.sort();
+        due
     }
 
     /// Every job that can still change, with its pods.
@@ -159,10 +213,11 @@ impl JobBook {
             Err(e) => return Err(e),
         };
         let mut inner = self.inner.lock().expect("not poisoned");
-        let entry = inner.jobs.entry(id).or_insert(Entry {
-            pods: Vec::new(),
-            seen: Seen::Unread,
-        });
+        let period = inner.period;
+        let entry = inner
+            .jobs
+            .entry(id)
+            .or_insert_with(|| Entry::new(Vec::new(), Seen::Unread));
         if let Seen::Job(job) = &seen
             && entry.pods.is_empty()
             && let Some(comment) = job.admin_comment.as_deref().and_then(AdminComment::parse)
@@ -171,6 +226,8 @@ impl JobBook {
         }
         let changed = !same(&entry.seen, &seen);
         entry.seen = seen;
+        entry.wait = next_wait(entry.wait, changed, period);
+        entry.next_read = Instant::now() + entry.wait;
         Ok(changed)
     }
 }
@@ -202,8 +259,8 @@ fn same(a: &Seen, b: &Seen) -> bool {
 /// How long an ended job stays in the book (seconds).
 const FORGET_AFTER: i64 = 900;
 
-/// Reads the book's active jobs every `every` (several at once) and sends the pods of each job
-/// that changed. Runs until the receiver is gone.
+/// Reads the book's active jobs when due (several at once; each at least every `every`) and
+/// sends the pods of each job that changed. Runs until the receiver is gone.
 pub async fn follow(
     book: JobBook,
     client: Client,
@@ -211,12 +268,14 @@ pub async fn follow(
     changed: mpsc::UnboundedSender<Vec<String>>,
     metrics: Arc<crate::metrics::Metrics>,
 ) {
-    let mut tick = tokio::time::interval(every);
+    book.inner.lock().expect("not poisoned").period = every;
+    let mut tick = tokio::time::interval(FIRST_WAIT.min(every));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tidied = Instant::now();
     loop {
         tick.tick().await;
-        let active = book.active();
-        let reads = futures::stream::iter(active)
+        let due = book.due(Instant::now());
+        let reads = futures::stream::iter(due)
             .map(|(id, pods)| {
                 let (book, client) = (book.clone(), client.clone());
                 async move { (id, pods, book.refresh(&client, id).await) }
@@ -243,8 +302,11 @@ pub async fn follow(
                 }
             }
         }
-        book.prune(jiff::Timestamp::now().as_second(), FORGET_AFTER);
-        metrics.set_jobs(&book.states());
+        if tidied.elapsed() >= every {
+            tidied = Instant::now();
+            book.prune(jiff::Timestamp::now().as_second(), FORGET_AFTER);
+            metrics.set_jobs(&book.states());
+        }
     }
 }
 
@@ -292,6 +354,41 @@ pub fn sorted(names: impl IntoIterator<Item = String>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_come_quickly_after_a_change_and_slow_down_to_the_period() {
+        let period = Duration::from_secs(1);
+        let mut wait = FIRST_WAIT;
+        let mut waits = Vec::new();
+        for _ in 0..5 {
+            wait = next_wait(wait, false, period);
+            waits.push(wait.as_millis());
+        }
+        assert_eq!(waits, [200, 400, 800, 1000, 1000]);
+        assert_eq!(next_wait(wait, true, period), FIRST_WAIT);
+        // A period shorter than the first wait bounds every wait.
+        let short = Duration::from_millis(50);
+        assert_eq!(next_wait(FIRST_WAIT, true, short), short);
+        assert_eq!(next_wait(FIRST_WAIT, false, short), short);
+    }
+
+    #[test]
+    fn a_new_job_is_due_at_once_and_an_ended_one_never() {
+        let book = JobBook::default();
+        book.insert(1, vec!["ns/a".into()], Seen::Unread);
+        book.insert(2, vec![], Seen::Missing);
+        let now = Instant::now();
+        assert_eq!(book.due(now), [(1, vec!["ns/a".to_string()])]);
+        book.inner
+            .lock()
+            .unwrap()
+            .jobs
+            .get_mut(&1)
+            .unwrap()
+            .next_read = now + FIRST_WAIT;
+        assert!(book.due(now).is_empty());
+        assert_eq!(book.due(now + FIRST_WAIT).len(), 1);
+    }
 
     #[test]
     fn only_its_own_jobs() {

@@ -75,6 +75,11 @@ impl Scheduler {
         let mut ticker = tokio::time::interval(tick);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            // A workload woken while it backs off is looked at when its back-off ends.
+            let retry = dirty
+                .iter()
+                .filter_map(|k| backoff.get(k).map(|(at, _)| *at))
+                .min();
             tokio::select! {
                 wake = wakes.recv() => match wake {
                     Some(wake) => self.wake(wake, &mut dirty),
@@ -85,13 +90,16 @@ impl Scheduler {
                     self.cancel_orphans().await;
                     self.count_waiting();
                 }
+                _ = tokio::time::sleep_until(retry.unwrap_or_else(Instant::now).into()), if retry.is_some() => {}
             }
             while let Ok(wake) = wakes.try_recv() {
                 self.wake(wake, &mut dirty);
             }
             let now = Instant::now();
+            let mut later = BTreeSet::new();
             for key in std::mem::take(&mut dirty) {
                 if backoff.get(&key).is_some_and(|(at, _)| *at > now) {
+                    later.insert(key);
                     continue;
                 }
                 match self.process(&key).await {
@@ -108,6 +116,7 @@ impl Scheduler {
                     }
                 }
             }
+            dirty = later;
         }
     }
 
