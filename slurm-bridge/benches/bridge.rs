@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use common::{IMAGE, SCHEDULER, TestEnv, eventually, external_nodes, ground, slurm_nodes};
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use slurm_client::{Client, JobState, JobSubmission};
@@ -52,6 +53,8 @@ fn main() {
 #[derive(Default, Clone, Copy)]
 struct PodTimes {
     created: Option<Instant>,
+    /// The job id label appeared: the bridge has submitted the pod's job.
+    submitted: Option<Instant>,
     bound: Option<Instant>,
     running: Option<Instant>,
 }
@@ -63,8 +66,11 @@ type Seen = Arc<Mutex<BTreeMap<String, PodTimes>>>;
 struct Figures {
     raw_latency: Vec<Duration>,
     raw_rate: Vec<f64>,
+    submitted_latency: Vec<Duration>,
     bound_latency: Vec<Duration>,
     running_latency: Vec<Duration>,
+    /// How long this process took to create a round's pods.
+    create_span: Vec<Duration>,
     bound_rate: Vec<f64>,
     bytes_per_pod: Vec<f64>,
 }
@@ -133,6 +139,9 @@ fn watch_pods(pods: Api<Pod>) -> Seen {
             let Ok(pod) = event else { continue };
             let now = Instant::now();
             let name = pod.metadata.name.clone().unwrap_or_default();
+            let labelled = pod
+                .labels()
+                .contains_key("scheduler.slinky.slurm.net/slurm-jobid");
             let bound = pod
                 .spec
                 .as_ref()
@@ -141,6 +150,9 @@ fn watch_pods(pods: Api<Pod>) -> Seen {
             let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
             let mut seen = record.lock().unwrap();
             let times = seen.entry(name).or_default();
+            if labelled && times.submitted.is_none() {
+                times.submitted = Some(now);
+            }
             if bound && times.bound.is_none() {
                 times.bound = Some(now);
             }
@@ -252,6 +264,7 @@ async fn bridge_round(
             .await
             .expect("create a pod");
     }
+    f.create_span.push(started.elapsed());
     let times: Vec<PodTimes> = eventually("every pod Running", LIMIT, || async {
         let seen = seen.lock().unwrap();
         let times: Vec<PodTimes> = names.iter().filter_map(|n| seen.get(n).copied()).collect();
@@ -263,6 +276,8 @@ async fn bridge_round(
     for t in &times {
         let created = t.created.expect("recorded before the create");
         let bound = t.bound.expect("a Running pod is bound");
+        f.submitted_latency
+            .push(t.submitted.unwrap_or(bound).min(bound) - created);
         f.bound_latency.push(bound - created);
         f.running_latency
             .push(t.running.expect("waited for") - created);
@@ -348,6 +363,12 @@ fn report(settings: &[(String, Figures)]) {
             ms(raw50),
             ms(percentile(&f.raw_latency, 99.0)),
             mean(&f.raw_rate)
+        );
+        println!(
+            "  bridge create→submitted  p50 {:>8}  p99 {:>8}  (pods created in {} per round)",
+            ms(percentile(&f.submitted_latency, 50.0)),
+            ms(percentile(&f.submitted_latency, 99.0)),
+            ms(percentile(&f.create_span, 50.0))
         );
         println!(
             "  bridge create→bound      p50 {:>8}  p99 {:>8}  {:>6.1} pods/s",

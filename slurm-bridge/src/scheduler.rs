@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
@@ -66,6 +67,8 @@ struct Failed {
 
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
+/// How many workloads are looked at at once.
+const PARALLEL_WORKLOADS: usize = 8;
 
 impl Scheduler {
     /// Runs until the wake channel closes.
@@ -96,13 +99,22 @@ impl Scheduler {
                 self.wake(wake, &mut dirty);
             }
             let now = Instant::now();
-            let mut later = BTreeSet::new();
-            for key in std::mem::take(&mut dirty) {
-                if backoff.get(&key).is_some_and(|(at, _)| *at > now) {
-                    later.insert(key);
-                    continue;
-                }
-                match self.process(&key).await {
+            let (ready, later): (BTreeSet<_>, BTreeSet<_>) = std::mem::take(&mut dirty)
+                .into_iter()
+                .partition(|key| !backoff.get(key).is_some_and(|(at, _)| *at > now));
+            // Workloads are independent: several are looked at at once, so one waiting on a
+            // Slurm or API server round trip does not hold the others up.
+            let this = &self;
+            let results: Vec<(WorkloadKey, Result<(), Failed>)> = futures::stream::iter(ready)
+                .map(|key| async move {
+                    let result = this.process(&key).await;
+                    (key, result)
+                })
+                .buffer_unordered(PARALLEL_WORKLOADS)
+                .collect()
+                .await;
+            for (key, result) in results {
+                match result {
                     Ok(()) => {
                         backoff.remove(&key);
                     }
