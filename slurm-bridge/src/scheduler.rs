@@ -101,7 +101,7 @@ impl Scheduler {
             let now = Instant::now();
             let (ready, later): (BTreeSet<_>, BTreeSet<_>) = std::mem::take(&mut dirty)
                 .into_iter()
-                .partition(|key| !backoff.get(key).is_some_and(|(at, _)| *at > now));
+                .partition(|key| backoff.get(key).is_none_or(|(at, _)| *at <= now));
             // Workloads are independent: several are looked at at once, so one waiting on a
             // Slurm or API server round trip does not hold the others up.
             let this = &self;
