@@ -225,12 +225,16 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 .await
         }
     });
-    watchers.spawn(nodes::run(
-        slurm.clone(),
-        config.clone(),
-        k8s_nodes.clone(),
-        metrics.clone(),
-    ));
+    watchers.spawn({
+        let slurm_nodes = slurm_nodes.clone();
+        nodes::run(
+            slurm.clone(),
+            config.clone(),
+            k8s_nodes.clone(),
+            metrics.clone(),
+            move || slurm_nodes.poll_now(),
+        )
+    });
 
     pods.wait_until_ready()
         .await

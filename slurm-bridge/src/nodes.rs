@@ -152,7 +152,14 @@ pub fn decide(
 
 /// Compares the nodes every few seconds and applies what [`decide`] says. A failed Slurm
 /// listing skips the round: nothing is drained or deleted on a guess.
-pub async fn run(slurm: Client, config: Arc<Config>, nodes: Store<Node>, metrics: Arc<Metrics>) {
+/// `changed` is called after a round that registered or deleted a Slurm node.
+pub async fn run(
+    slurm: Client,
+    config: Arc<Config>,
+    nodes: Store<Node>,
+    metrics: Arc<Metrics>,
+    changed: impl Fn(),
+) {
     let mut tracker = NodeTracker::new(slurm.clone());
     let mut tick = tokio::time::interval(EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -180,11 +187,14 @@ pub async fn run(slurm: Client, config: Arc<Config>, nodes: Store<Node>, metrics
                 )
             })
             .collect();
+        let mut registered_or_deleted = false;
         for node in nodes.state() {
             let name = slurm_name(&node);
             let Some(action) = decide(&node, known.get(&name), &config) else {
                 continue;
             };
+            registered_or_deleted |=
+                matches!(action, Ok(NodeAction::Create(_) | NodeAction::Delete));
             let result = match action {
                 Err(e) => {
                     tracing::warn!(node = name, error = %e, "cannot register the external node");
@@ -200,6 +210,9 @@ pub async fn run(slurm: Client, config: Arc<Config>, nodes: Store<Node>, metrics
                 Ok(()) => tracing::info!(node = name, "updated the Slurm node"),
                 Err(e) => tracing::warn!(node = name, error = %e, "cannot update the Slurm node"),
             }
+        }
+        if registered_or_deleted {
+            changed();
         }
     }
 }

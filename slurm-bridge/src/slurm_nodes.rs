@@ -6,15 +6,25 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use slurm_client::{Client, NodeTracker};
+use tokio::sync::Notify;
 
 /// The names, shared; `None` until the first poll succeeded.
 #[derive(Debug, Clone, Default)]
-pub struct SlurmNodes(Arc<RwLock<Option<BTreeSet<String>>>>);
+pub struct SlurmNodes {
+    names: Arc<RwLock<Option<BTreeSet<String>>>>,
+    poll_now: Arc<Notify>,
+}
 
 impl SlurmNodes {
     /// The names, or `None` while unknown.
     pub fn names(&self) -> Option<BTreeSet<String>> {
-        self.0.read().expect("not poisoned").clone()
+        self.names.read().expect("not poisoned").clone()
+    }
+
+    /// Asks for a poll now, without waiting for the period: the bridge has just registered or
+    /// deleted a node, which pods waiting for a node should not learn a period later.
+    pub fn poll_now(&self) {
+        self.poll_now.notify_one();
     }
 
     /// Polls every `every` until the process ends; calls `changed` when the set changed.
@@ -23,13 +33,16 @@ impl SlurmNodes {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tick.tick().await;
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = self.poll_now.notified() => {}
+            }
             match tracker.poll().await {
                 Ok(poll) if poll.changes.is_empty() && self.names().is_some() => {}
                 Ok(_) => {
                     let names: BTreeSet<String> =
                         tracker.snapshot().map(|n| n.name.clone()).collect();
-                    let mut known = self.0.write().expect("not poisoned");
+                    let mut known = self.names.write().expect("not poisoned");
                     if known.as_ref() != Some(&names) {
                         *known = Some(names);
                         drop(known);
