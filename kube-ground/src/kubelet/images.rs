@@ -32,14 +32,21 @@ pub fn normalize(image: &str) -> String {
     }
 }
 
-/// Makes `image` (normalized) available in the store.
+/// Makes `image` (normalized) available in the store, as the layout has it: a name the layout
+/// now gives another image (`cargo xtask image` ran again) is copied in again, or the ground
+/// would keep running the old build.
 pub async fn ensure(runtime: &Runtime, layout: &Path, image: &str) -> Result<()> {
+    let index = std::fs::read_to_string(layout.join("index.json")).unwrap_or_default();
+    let wanted = layout_digest(&index, image);
     if runtime.image_exists(image).await? {
-        return Ok(());
+        match &wanted {
+            Some(digest) if runtime.image_digest(image).await? != *digest => {
+                runtime.untag_image(image).await?;
+            }
+            _ => return Ok(()),
+        }
     }
-    let listed = std::fs::read_to_string(layout.join("index.json"))
-        .is_ok_and(|index| index.contains(&format!("\"{image}\"")));
-    if !listed {
+    if wanted.is_none() {
         bail!(
             "ErrImageNeverPull: image {image:?} is neither in the test ground's store nor in {} (nothing is pulled; build it with `cargo xtask image`)",
             layout.display()
@@ -48,9 +55,33 @@ pub async fn ensure(runtime: &Runtime, layout: &Path, image: &str) -> Result<()>
     runtime.pull_from_layout(layout, image).await
 }
 
+/// The manifest digest an OCI layout's `index.json` gives the reference `image`.
+fn layout_digest(index: &str, image: &str) -> Option<String> {
+    let index: serde_json::Value = serde_json::from_str(index).ok()?;
+    index["manifests"]
+        .as_array()?
+        .iter()
+        .find(|m| m["annotations"]["org.opencontainers.image.ref.name"] == image)
+        .and_then(|m| m["digest"].as_str())
+        .map(str::to_owned)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::normalize;
+    use super::{layout_digest, normalize};
+
+    #[test]
+    fn the_layout_names_the_digest_of_a_reference() {
+        let index = r#"{"manifests":[
+            {"digest":"sha256:aa","annotations":{"org.opencontainers.image.ref.name":"ghcr.io/x/y:1"}},
+            {"digest":"sha256:bb","annotations":{"org.opencontainers.image.ref.name":"ghcr.io/x/z:1"}}]}"#;
+        assert_eq!(
+            layout_digest(index, "ghcr.io/x/z:1").as_deref(),
+            Some("sha256:bb")
+        );
+        assert_eq!(layout_digest(index, "ghcr.io/x/q:1"), None);
+        assert_eq!(layout_digest("", "ghcr.io/x/y:1"), None);
+    }
 
     #[test]
     fn short_names_are_completed() {

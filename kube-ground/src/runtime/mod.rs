@@ -216,6 +216,29 @@ impl Runtime {
         Ok(())
     }
 
+    /// The manifest digest the store recorded for `reference` (`sha256:…`).
+    pub async fn image_digest(&self, reference: &str) -> Result<String> {
+        let out = self
+            .podman
+            .run(
+                &format!("reading the digest of image {reference}"),
+                ["image", "inspect", "--format={{.Digest}}", reference],
+            )
+            .await?;
+        Ok(out.trim().to_owned())
+    }
+
+    /// Removes the name `reference` from the store (the image stays while other names hold it).
+    pub async fn untag_image(&self, reference: &str) -> Result<()> {
+        self.podman
+            .run(
+                &format!("untagging image {reference}"),
+                ["untag", reference, reference],
+            )
+            .await
+            .map(drop)
+    }
+
     pub async fn image_exists(&self, reference: &str) -> Result<bool> {
         let (line, out) = self.podman.output(["image", "exists", reference]).await?;
         match out.status.code() {
