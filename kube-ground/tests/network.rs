@@ -62,6 +62,8 @@ async fn two_sandboxes_reach_each_other_by_ip() {
         common::log_lines(&rt, &client).await
     );
     assert_eq!(rt.wait(&server).await.unwrap(), 0);
+    // The log writer may hand over the last line a moment after the container exited.
+    wait_for_line(&rt, &server, "ping-from-client").await;
     assert_eq!(
         stdout(&rt, &server).await,
         ["listening", "ping-from-client"]
