@@ -210,7 +210,15 @@ impl JobBook {
         let seen = match client.get_job(id).await {
             Ok(job) => Seen::Job(Box::new(job.into_value())),
             Err(slurm_client::Error::NotFound { .. }) => Seen::Missing,
-            Err(e) => return Err(e),
+            Err(e) => {
+                // Not read again before a period: a slurmrestd that is away is not hammered.
+                let mut inner = self.inner.lock().expect("not poisoned");
+                let period = inner.period;
+                if let Some(entry) = inner.jobs.get_mut(&id) {
+                    entry.next_read = Instant::now() + period;
+                }
+                return Err(e);
+            }
         };
         let mut inner = self.inner.lock().expect("not poisoned");
         let period = inner.period;
