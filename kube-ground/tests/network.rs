@@ -1,6 +1,6 @@
 //! Pod sandboxes on the ground's bridge, with containers in them (root required; see `common`).
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

@@ -1,6 +1,6 @@
 //! The container runtime against real podman and runc (root required; see `common`).
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

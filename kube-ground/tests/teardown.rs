@@ -3,7 +3,7 @@
 //! binaries one by one, in name order) runs it after the others: it removes everything of the
 //! tests' ground, including its network namespace, and leaves the machine as it found it.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -3,7 +3,7 @@
 //! packed by their requests, ended with their job, and nothing is deleted while slurmrestd is
 //! away or after the bridge restarts; crashes at any point leave one job per pod.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! pods) until the first ends; a cordon drains the Slurm node and uncordon resumes it; a node that
 //! loses the external-node label is drained, and deleted from Slurm once idle.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

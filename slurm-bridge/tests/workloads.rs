@@ -3,7 +3,7 @@
 //! object's annotations; a job Slurm refuses is reported on its pod and retried with back-off;
 //! a slurmctld restart leaves running pods and their jobs alone.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,8 +2,7 @@
 //! cluster serves. The clusters must run with accounting (`cargo xtask slurm up
 //! --accounting`); they have account `science` with users `alice` and `root`.
 
-mod common;
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

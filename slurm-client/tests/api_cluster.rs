@@ -1,8 +1,7 @@
 //! Partitions, reservations, diag, ping, licenses and shares through the
 //! version-neutral API, for every REST version each cluster serves.
 
-mod common;
-mod support;
+use crate::support;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

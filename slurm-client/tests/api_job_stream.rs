@@ -5,8 +5,8 @@
 //! Other tests change the clusters at the same time, so two listings are compared a few
 //! times until nothing changed in between.
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::time::Duration;
 

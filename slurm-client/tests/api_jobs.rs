@@ -1,7 +1,6 @@
 //! Jobs through the version-neutral API, for every REST version each cluster serves.
 
-mod common;
-mod support;
+use crate::support;
 
 use slurm_client::{
     ApiVersion, Error, JobFlag, JobQuery, JobState, JobSubmission, JobUpdate, Limit,

@@ -3,8 +3,7 @@
 //! State changes use only the highest-numbered node and restore it, so that tests running
 //! at the same time keep the others.
 
-mod common;
-mod support;
+use crate::support;
 
 use slurm_client::{ApiVersion, Error, NodeFlag, NodeQuery, NodeState, NodeUpdate};
 use support::{Target, targets};

@@ -1,8 +1,7 @@
 //! `reconfigure` on its own: slurmctld re-executes itself, which would disturb tests
 //! running next to it in the same binary.
 
-mod common;
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,8 +3,7 @@
 //! Other tests (and other test binaries) change the clusters at the same time, so "nothing
 //! changed" is waited for rather than assumed.
 
-mod common;
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The `slurm` command-line tool, run as a process against the real clusters (see
 //! `tests/common/mod.rs` for how they are found). Needs `--features cli`.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

@@ -2,8 +2,6 @@
 //! unsigned 32-bit values above i32::MAX, flag/state values this crate has never heard of,
 //! `null` lists and omitted "required" fields.
 
-#![cfg(any(feature = "v0_0_42", feature = "v0_0_43"))]
-
 use serde_json::json;
 
 /// A job as slurmrestd prints it, with values the pristine specs reject.

@@ -5,7 +5,7 @@
 //! recordings) turn them into the model types. Versions whose cargo feature is off are
 //! skipped (`cargo test --all-features` checks them all).
 
-mod decoders;
+use crate::decoders;
 
 use std::collections::BTreeSet;
 

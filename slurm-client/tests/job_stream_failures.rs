@@ -4,7 +4,7 @@
 //! does not match, bodies cut short, resets, gateway errors) give clear errors. Served by
 //! wiremock or a raw TCP listener on 127.0.0.1.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

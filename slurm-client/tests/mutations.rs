@@ -10,7 +10,7 @@
 //! `SLURM_MUTATION_CASES_NEUTRAL` (default 12) set the number of mutated bodies per fixture,
 //! `SLURM_MUTATION_SEED` changes the seed.
 
-mod decoders;
+use crate::decoders;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;

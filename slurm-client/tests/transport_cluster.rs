@@ -2,7 +2,7 @@
 //! they are found): version negotiation, authentication, token rotation, Unix sockets,
 //! and how real answers map to errors.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

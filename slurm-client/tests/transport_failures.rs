@@ -2,7 +2,7 @@
 //! cut-short bodies and reset connections. Served by wiremock or a raw TCP listener on
 //! 127.0.0.1.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! are compared the careful way (`agree`): read slurmrestd, wait for a collection that
 //! started after that, read slurmrestd again, and accept only when all three agree.
 
-mod common;
+use crate::common;
 
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! snapshot, says `slurm_up 0`, counts errors by kind, logs once per state change, and
 //! recovers by itself.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

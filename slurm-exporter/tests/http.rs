@@ -2,7 +2,7 @@
 //! when the scraper accepts it, and a slow slurmrestd (wiremock: a real one cannot be made
 //! slow on demand) hitting the source time limit.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! What the exporter asks slurmrestd, counted from its client's debug log.
 
-mod common;
+use crate::common;
 
 use common::{Exporter, clusters};
 

@@ -4,8 +4,8 @@
 //! 1. time from applying `tests/manifests/cluster.yaml` to all three workers idle in Slurm (read
 //!    through the RestApi Service with the Token's JWT), with the time each stage was reached;
 //! 2. reconcile latency of NodeSet scale changes (3 → 4 → 3, repeated): scale-subresource patch
-//!    → the new pod object exists, and patch → the victim's drain shows in Slurm (and → its pod
-//!    is deleted), p50/p99;
+//!    → the new pod object exists (→ its node IDLE in Slurm, the old pod's DOWN lifted), and patch
+//!    → the victim's drain shows in Slurm (and → its pod is deleted), p50/p99;
 //! 3. API requests per minute by the operator at rest, from the ground's audit log;
 //! 4. the operator's RSS at rest with that cluster, then with 10 more clusters × 20 NodeSet pods
 //!    that never run (see [`many_clusters`]).
@@ -32,7 +32,6 @@ use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
-use slurm_client::model::NodeFlag;
 use slurm_client::{Client, StaticToken};
 use slurm_operator::crd::NodeSet;
 
@@ -118,7 +117,7 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
     let mut up = Vec::new();
     let mut drain = Vec::new();
     let mut gone = Vec::new();
-    let mut resumed = 0;
+    let mut back = Vec::new();
     let mut undrained = 0;
     for _ in 0..reps {
         let t = Instant::now();
@@ -129,18 +128,12 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
             })
             .await?,
         );
-        // Idle in Slurm before the scale-in, so that the operator
-        // picks its victim by ordinal. A re-created pod's node can still carry the DOWN state
-        // its predecessor's preStop hook set ("Pod is terminating"): the bench resumes it and
-        // counts how often it had to.
-        let resumed_now = std::sync::atomic::AtomicBool::new(false);
+        // All 4 idle in Slurm before the scale-in, so that the operator picks its victim by
+        // ordinal. The re-created pod's node carries the DOWN state its predecessor's preStop
+        // hook set ("Pod is terminating") until the operator returns it to service, which it does
+        // once the new pod is ready: that wait is part of the figure.
         let last = std::sync::Mutex::new(String::new());
-        let settled = wait_until("4 workers ready and idle", Instant::now(), || async {
-            let ready = nodesets
-                .get_opt(NODESET)
-                .await?
-                .and_then(|n| n.status.map(|s| s.ready_replicas))
-                == Some(4);
+        let settled = wait_until("4 workers idle in Slurm", t, || async {
             let live = workers(&pods).await?.live;
             let nodes = client.list_nodes(&Default::default()).await?.value.nodes;
             let mut idle = 0;
@@ -153,32 +146,26 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
                     .is_some_and(|r| r.contains(SCALE_IN) || r == STALE_REASON);
                 if n.state.as_str() == "IDLE" && !(n.is_drain() && ours) {
                     idle += 1;
-                } else if n.reason.as_deref() == Some(STALE_REASON)
-                    && !n.has_flag(&NodeFlag::NotResponding)
-                {
-                    resumed_now.store(true, std::sync::atomic::Ordering::Relaxed);
-                    let _ = client.resume_node(&n.name).await;
                 }
                 states.push(format!(
                     "{} {:?} {:?} {:?}",
                     n.name, n.state, n.state_flags, n.reason
                 ));
             }
-            *last.lock().unwrap() = format!("ready {ready}; {states:?}");
-            // Pod readiness is only reported: the ground's kubelet can be slow to post it.
+            *last.lock().unwrap() = format!("{states:?}");
             Ok(idle == 4)
         })
         .await;
-        if resumed_now.into_inner() {
-            resumed += 1;
-        }
-        if let Err(e) = settled {
-            return Err(format!(
-                "{e}: last seen {}; operator log {}",
-                last.lock().unwrap(),
-                env.operator().log_path().display()
-            )
-            .into());
+        match settled {
+            Ok(at) => back.push(at),
+            Err(e) => {
+                return Err(format!(
+                    "{e}: last seen {}; operator log {}",
+                    last.lock().unwrap(),
+                    env.operator().log_path().display()
+                )
+                .into());
+            }
         }
 
         let live = workers(&pods).await?.live;
@@ -220,6 +207,7 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
     println!("   {:<46} {:>8} {:>8}", "from the patch to", "p50", "p99");
     for (what, samples) in [
         ("scale up: the new pod object exists", &mut up),
+        ("scale up: the new worker IDLE in Slurm", &mut back),
         ("scale in: the victim shows DRAIN in Slurm", &mut drain),
         ("scale in: the victim pod is deleted", &mut gone),
     ] {
@@ -239,14 +227,6 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
             drain.len()
         );
     }
-    if resumed > 0 {
-        println!(
-            "   NOTE: in {resumed} of {reps} scale-ups the re-created slinky-3 registered but stayed \
-             DOWN+DRAIN with the old pod's preStop reason {STALE_REASON:?}: the operator did not \
-             return it to service; the bench resumed it through slurmrestd"
-        );
-    }
-
     // 3. API requests at rest.
     tokio::time::sleep(Duration::from_secs(10)).await;
     let mark = AuditMark::now(&audit_log)?;

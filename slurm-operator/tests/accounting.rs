@@ -2,7 +2,7 @@
 //! MariaDB pod. The Controller's `accountingRef` rolls slurmctld onto slurmdbd, the cluster
 //! registers itself there, and a job run afterwards is in the accounting history.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! its flags, its webhook server and configuration, the API calls behind the RBAC rules. No
 //! cluster is needed.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::process::Command;

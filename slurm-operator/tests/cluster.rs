@@ -3,7 +3,7 @@
 //! NodeSet's scale-in drains before it deletes, keeps busy nodes, leaves an admin's drain alone
 //! and keeps every pod while Slurm cannot be asked.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 //! The nodes are shared with other tests: the label key is this test's own and every label
 //! and cordon is removed when the test ends, failed or not.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

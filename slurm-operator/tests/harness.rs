@@ -2,7 +2,7 @@
 //! test ground reaches the API server as a pod does (10.96.0.1:443) and resolves Service names,
 //! is killed with its whole process group, and restarts; the test namespace has its Secrets.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Leader election: two operators with `--leader-elect` share Lease `slurm-operator`; only the
 //! holder acts (a Token's Secret is minted once), and when it dies the other takes over.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -14,7 +14,7 @@
 //! `inplaceReconfigure` is not covered: the ground's kubelet writes ConfigMap volumes once, when
 //! a pod starts, so the reconfigure sidecar would never see a new slurm.conf.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};

@@ -4,7 +4,7 @@
 //! subresource's selector. The host keys are made once: a second reconcile keeps them. No Slurm
 //! daemon or sshd needs to run for this.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

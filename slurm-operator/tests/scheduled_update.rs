@@ -6,7 +6,7 @@
 //! deleting the NodeSet deletes the reservation and lets the NodeSet go. The NodeSet's
 //! ControllerRevisions follow its template: revision 1, then 2, the old one deleted.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! namespaceSelector matches only this test's namespace. Invalid manifests are refused by
 //! `kubectl apply` with the field named; Slinky-style manifests go through.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::path::PathBuf;

@@ -36,7 +36,13 @@ pub struct Artifact {
     pub harness: bool,
     /// The manifest's `test` flag: run by a plain `cargo test`.
     pub runs_by_default: bool,
+    /// For one module of a package's single integration test binary (`tests/main.rs`, whose
+    /// modules were each a binary of their own): `name` is the module, and it runs alone.
+    pub module: bool,
 }
+
+/// The name of each package's one integration test target.
+const INTEGRATION: &str = "integration";
 
 /// A package's targets, from `cargo metadata`.
 struct Target {
@@ -89,7 +95,57 @@ pub fn everything(workspace: &Path) -> Result<Vec<Artifact>> {
     for test in tests {
         args.extend(["--test".into(), test]);
     }
-    build(workspace, &all, &args)
+    let built = build(workspace, &all, &args)?;
+    let mut split = Vec::new();
+    for artifact in built {
+        if artifact.kind == "test" && artifact.harness && artifact.name == INTEGRATION {
+            split.extend(modules(&artifact)?);
+        } else {
+            split.push(artifact);
+        }
+    }
+    Ok(split)
+}
+
+/// An integration test binary as one artifact per top-level module that holds tests, so that each
+/// runs in a process of its own (as when every file was a binary) and phases pick them by name.
+fn modules(artifact: &Artifact) -> Result<Vec<Artifact>> {
+    let mut modules: Vec<String> = list(artifact, &[])?
+        .iter()
+        .filter_map(|test| test.split_once("::").map(|(module, _)| module.to_owned()))
+        .collect();
+    modules.dedup();
+    Ok(modules
+        .into_iter()
+        .map(|name| Artifact {
+            name,
+            module: true,
+            ..artifact.clone()
+        })
+        .collect())
+}
+
+/// The names of the tests a harness would run with `args` (its filters and `--skip`s applied).
+fn list(artifact: &Artifact, args: &[String]) -> Result<Vec<String>> {
+    let out = Command::new(&artifact.executable)
+        .args(args)
+        .args(["--list", "--format", "terse"])
+        .current_dir(&artifact.package_dir)
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("listing the tests of {}", artifact.executable.display()))?;
+    if !out.status.success() {
+        bail!(
+            "{} --list failed ({})",
+            artifact.executable.display(),
+            out.status
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.strip_suffix(": test"))
+        .map(str::to_owned)
+        .collect())
 }
 
 /// The binaries `names` (program, not test harness), built as the tests build them. Cargo builds a
@@ -175,6 +231,7 @@ fn build(workspace: &Path, all: &[Target], targets_args: &[String]) -> Result<Ve
             package_dir,
             harness: message["profile"]["test"].as_bool().unwrap_or(false),
             runs_by_default,
+            module: false,
         });
     }
     let status = child.wait()?;
@@ -238,6 +295,19 @@ pub fn run_tests(
             test.executable.display()
         );
         let mut cmd = Command::new(&test.executable);
+        if test.module {
+            // The module's tests by their exact names, after the caller's filters: libtest joins
+            // several filters with "or", so a module filter would widen the caller's instead.
+            let prefix = format!("{}::", test.name);
+            let names: Vec<String> = list(test, args)?
+                .into_iter()
+                .filter(|name| name.starts_with(&prefix))
+                .collect();
+            if names.is_empty() {
+                continue;
+            }
+            cmd.arg("--exact").args(names);
+        }
         cmd.args(args)
             .current_dir(&test.package_dir)
             .env("CARGO_MANIFEST_DIR", &test.package_dir)

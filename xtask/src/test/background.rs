@@ -1,5 +1,5 @@
-//! Work that runs in the background while the ground tests run: the static checks (clippy,
-//! rustdoc, each REST version alone) and the dev images of the end-to-end. They only compile or
+//! Work that runs in the background while the ground tests run: the static checks (generated code
+//! current, clippy, rustdoc, each REST version alone) and the dev images of the end-to-end. They only compile or
 //! pack, the ground tests mostly wait on pods; at nice 19 they take only the CPU the tests leave.
 //! Each lane's output goes to a log, printed if it fails.
 
@@ -63,13 +63,21 @@ struct Stop {
 }
 
 impl Background {
-    /// Clippy, rustdoc and each REST version alone; log `target/ci-checks.log`.
-    pub fn checks(workspace: &Path) -> Result<Background> {
+    /// `generate --check` (by the xtask binary `xtask`), clippy, rustdoc and each REST version
+    /// alone; log `target/ci-checks.log`.
+    pub fn checks(workspace: &Path, xtask: &Path) -> Result<Background> {
+        // Generating six REST versions with the debug-built progenitor takes minutes of CPU.
+        let mut steps = vec![Step {
+            program: xtask.into(),
+            args: vec!["generate".to_owned(), "--check".to_owned()],
+            env: Vec::new(),
+        }];
+        steps.extend(checks());
         Background::start(
             workspace,
             "ci-checks.log",
-            "clippy, rustdoc and the REST versions",
-            checks(),
+            "generated code current, clippy, rustdoc and the REST versions",
+            steps,
         )
     }
 

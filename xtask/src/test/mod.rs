@@ -121,10 +121,6 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
         "build the workspace, its tests, benchmarks and examples once (cargo test --no-run --workspace --all-features)",
         || crate::unified::everything(workspace),
     )?;
-    t.phase(
-        "generated code is current (cargo xtask generate --check)",
-        || crate::generate::run(true),
-    )?;
     // Real Helm (its Go SDK from PyPI, in a venv): the chart tests of each crate render through it.
     t.phase(
         "helm lint --strict of every chart (helm venv made on first use)",
@@ -157,14 +153,14 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
     t.phase("Kubernetes test ground up (cargo xtask kube up)", || {
         ground_up(workspace)
     })?;
-    // Clippy, rustdoc, the one-version builds and the end-to-end's images compile or pack, and the
-    // ground tests mostly wait: they run beside them at the lowest CPU priority, so the tests'
-    // pods are not slowed down.
-    let checks = background::Background::checks(workspace)?;
+    // generate --check, clippy, rustdoc, the one-version builds and the end-to-end's images
+    // compile, generate or pack, and the ground tests mostly wait: they run beside them at the
+    // lowest CPU priority, so the tests' pods are not slowed down.
     let xtask = built
         .iter()
         .find(|a| a.package == "xtask" && a.kind == "bin" && !a.harness)
         .context("the unified build made no xtask binary")?;
+    let checks = background::Background::checks(workspace, &xtask.executable)?;
     let images =
         background::Background::dev_images(workspace, &xtask.executable, &["e2e-upgrade".into()])?;
     let kube_tests = t
@@ -225,7 +221,7 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
     })?;
     deploy?;
     t.phase(
-        "clippy, rustdoc and each REST version alone (run beside the ground tests)",
+        "generated code current, clippy, rustdoc and each REST version alone (run beside the ground tests)",
         || checks.wait(),
     )?;
     t.phase("start Slurm 24.11 and 26.05 with accounting", || {

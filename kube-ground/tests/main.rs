@@ -1,0 +1,11 @@
+//! The integration tests, one binary (each file below used to be its own: linking the whole
+//! client and kube stack into every one wrote 7 GiB and filled a CI machine's disk).
+//! `cargo xtask test` still runs each module in a process of its own.
+
+mod common;
+
+mod network;
+mod pods;
+mod runtime;
+mod slurm;
+mod teardown;

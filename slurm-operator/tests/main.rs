@@ -1,0 +1,17 @@
+//! The integration tests, one binary (each file below used to be its own: linking the whole
+//! client and kube stack into every one wrote 7 GiB and filled a CI machine's disk).
+//! `cargo xtask test` still runs each module in a process of its own.
+
+mod common;
+
+mod accounting;
+mod chart;
+mod chart_slurm;
+mod cluster;
+mod daemonset;
+mod harness;
+mod leader;
+mod lifecycle;
+mod loginset;
+mod scheduled_update;
+mod webhook;
