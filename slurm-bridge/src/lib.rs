@@ -16,6 +16,7 @@ pub mod keys;
 pub mod metrics;
 pub mod nodes;
 pub mod pods;
+pub mod queue;
 pub mod resources;
 pub mod roots;
 pub mod scheduler;

@@ -1,12 +1,14 @@
 //! The scheduling loop: wakes on pod, node and job changes (never on a blind timer alone),
 //! gathers each woken workload's pods and job, asks [`decide`](crate::decide) what to do, and
-//! applies it. A failing workload backs off (1 s doubling to 5 min) without holding up others.
+//! applies it, up to eight workloads at once. A failing workload backs off (1 s doubling to
+//! 5 min, see [`queue`](crate::queue)) without holding up others.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
+use futures::stream::FuturesUnordered;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
@@ -20,6 +22,7 @@ use crate::jobs::{self, JobBook, Seen};
 use crate::keys;
 use crate::metrics::Metrics;
 use crate::pods;
+use crate::queue::Queue;
 use crate::roots;
 use crate::slurm_nodes::SlurmNodes;
 use crate::translate::{self, Workload};
@@ -65,90 +68,72 @@ struct Failed {
     message: String,
 }
 
-const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(300);
 /// How many workloads are looked at at once.
 const PARALLEL_WORKLOADS: usize = 8;
 
 impl Scheduler {
-    /// Runs until the wake channel closes.
+    /// Runs until the wake channel closes. Each workload is processed as soon as it is woken and
+    /// a slot is free: a pass that waits on Slurm or the API server holds up no other workload.
     pub async fn run(self, mut wakes: mpsc::UnboundedReceiver<Wake>, tick: Duration) {
-        let mut dirty: BTreeSet<WorkloadKey> = BTreeSet::new();
-        let mut backoff: BTreeMap<WorkloadKey, (Instant, Duration)> = BTreeMap::new();
+        let mut queue: Queue<WorkloadKey> = Queue::default();
+        let mut running = FuturesUnordered::new();
         let mut ticker = tokio::time::interval(tick);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let this = &self;
         loop {
-            // A workload woken while it backs off is looked at when its back-off ends.
-            let retry = dirty
-                .iter()
-                .filter_map(|k| backoff.get(k).map(|(at, _)| *at))
-                .min();
+            while running.len() < PARALLEL_WORKLOADS {
+                let Some(key) = queue.pop(Instant::now()) else {
+                    break;
+                };
+                running.push(async move {
+                    let result = this.process(&key).await;
+                    (key, result)
+                });
+            }
+            let retry = queue.next_retry();
             tokio::select! {
                 wake = wakes.recv() => match wake {
-                    Some(wake) => self.wake(wake, &mut dirty),
+                    Some(wake) => self.wake(wake, &mut queue),
                     None => return,
                 },
+                Some((key, result)) = running.next(), if !running.is_empty() => {
+                    let failed = result.as_ref().err();
+                    if let Some(next) = queue.done(&key, failed.is_none(), Instant::now())
+                        && let Some(f) = failed
+                    {
+                        tracing::warn!(workload = %key, action = f.action, error = %f.message, retry_in = ?next, "workload failed");
+                    }
+                }
                 _ = ticker.tick() => {
-                    dirty.extend(self.pods.state().iter().map(|p| key_of(p)));
+                    for p in self.pods.state() {
+                        queue.wake(key_of(&p));
+                    }
                     self.cancel_orphans().await;
                     self.count_waiting();
                 }
                 _ = tokio::time::sleep_until(retry.unwrap_or_else(Instant::now).into()), if retry.is_some() => {}
             }
             while let Ok(wake) = wakes.try_recv() {
-                self.wake(wake, &mut dirty);
+                self.wake(wake, &mut queue);
             }
-            let now = Instant::now();
-            let (ready, later): (BTreeSet<_>, BTreeSet<_>) = std::mem::take(&mut dirty)
-                .into_iter()
-                .partition(|key| backoff.get(key).is_none_or(|(at, _)| *at <= now));
-            // Workloads are independent: several are looked at at once, so one waiting on a
-            // Slurm or API server round trip does not hold the others up.
-            let this = &self;
-            let results: Vec<(WorkloadKey, Result<(), Failed>)> = futures::stream::iter(ready)
-                .map(|key| async move {
-                    let result = this.process(&key).await;
-                    (key, result)
-                })
-                .buffer_unordered(PARALLEL_WORKLOADS)
-                .collect()
-                .await;
-            for (key, result) in results {
-                match result {
-                    Ok(()) => {
-                        backoff.remove(&key);
-                    }
-                    Err(f) => {
-                        let next = backoff
-                            .get(&key)
-                            .map(|(_, d)| (*d * 2).min(MAX_BACKOFF))
-                            .unwrap_or(FIRST_BACKOFF);
-                        tracing::warn!(workload = %key, action = f.action, error = %f.message, retry_in = ?next, "workload failed");
-                        backoff.insert(key, (Instant::now() + next, next));
-                    }
-                }
-            }
-            dirty = later;
         }
     }
 
-    fn wake(&self, wake: Wake, dirty: &mut BTreeSet<WorkloadKey>) {
+    fn wake(&self, wake: Wake, queue: &mut Queue<WorkloadKey>) {
         match wake {
-            Wake::Workload(key) => {
-                dirty.insert(key);
+            Wake::Workload(key) => queue.wake(key),
+            Wake::Nodes => {
+                for p in self.pods.state() {
+                    if p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none() {
+                        queue.wake(key_of(&p));
+                    }
+                }
             }
-            Wake::Nodes => dirty.extend(
-                self.pods
-                    .state()
-                    .iter()
-                    .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none())
-                    .map(|p| key_of(p)),
-            ),
             Wake::Pods(names) => {
                 let state = self.pods.state();
                 for name in names {
                     if let Some(pod) = state.iter().find(|p| pod_name(p) == name) {
-                        dirty.insert(key_of(pod));
+                        queue.wake(key_of(pod));
                     }
                 }
             }
@@ -324,8 +309,7 @@ impl Scheduler {
                         "Scheduled",
                         "Bind",
                         format!("Slurm job {job} placed the pod on {node}"),
-                    )
-                    .await;
+                    );
                 }
             }
             Action::Cancel { job_id, why } => {
@@ -350,16 +334,14 @@ impl Scheduler {
                         "JobCancelled",
                         "Cancel",
                         format!("cancelled Slurm job {job_id}: {why}"),
-                    )
-                    .await;
+                    );
                 }
                 let _ = self.book.refresh(&self.slurm, job_id).await;
                 self.metrics.action("cancel", None);
             }
             Action::Delete { pod: name, why } => {
                 if let Some(p) = pod(&name) {
-                    self.event(&*p, true, "SlurmJobEnded", "Delete", why.clone())
-                        .await;
+                    self.event(&*p, true, "SlurmJobEnded", "Delete", why.clone());
                 }
                 tracing::info!(pod = %format!("{ns}/{name}"), %why, "deleting the pod");
                 pods::delete(&self.client, ns, &name)
@@ -387,7 +369,7 @@ impl Scheduler {
                 if let Some(p) = pod(&name)
                     && status == "False"
                 {
-                    self.event(&*p, false, &reason, "Schedule", message).await;
+                    self.event(&*p, false, &reason, "Schedule", message);
                 }
             }
         }
@@ -481,23 +463,25 @@ impl Scheduler {
         tracing::info!(job = id, workload = %key, pods = pods.len(), "submitted");
         let pod_names = jobs::sorted(pods.iter().map(|p| pod_name(p)));
         self.book.insert(id, pod_names, Seen::Unread);
+        // The labels (the pods' link to the job, and their finalizer) and the job's first reading
+        // go out together; a pod is bound only after its label is written.
+        let labels = futures::future::try_join_all(pods.iter().map(|p| async move {
+            pods::label(&self.client, &key.namespace, &p.name_any(), id).await
+        }));
+        let (labelled, read) = tokio::join!(labels, self.book.refresh(&self.slurm, id));
+        labelled.map_err(|e| Failed {
+            action: "label",
+            message: e.to_string(),
+        })?;
         for p in &pods {
-            pods::label(&self.client, &key.namespace, &p.name_any(), id)
-                .await
-                .map_err(|e| Failed {
-                    action: "label",
-                    message: e.to_string(),
-                })?;
             self.event(
                 *p,
                 false,
                 "Submitted",
                 "Submit",
                 format!("Slurm job {id} stands for this pod"),
-            )
-            .await;
+            );
         }
-        let read = self.book.refresh(&self.slurm, id).await;
         self.metrics.slurm_call("get_job", read.as_ref().err());
         // Act on the first reading now instead of waiting for the follower's next poll. The
         // store may not show the labels yet, so the pods' views get them here.
@@ -537,8 +521,7 @@ impl Scheduler {
         {
             tracing::warn!(error = %e, "cannot set the pod's condition");
         }
-        self.event(pod, true, reason, "Submit", message.to_owned())
-            .await;
+        self.event(pod, true, reason, "Submit", message.to_owned());
     }
 
     /// Cancels active bridge jobs none of whose pods exists any more (their pods were deleted
@@ -578,7 +561,8 @@ impl Scheduler {
             .set_waiting(&counts.into_iter().collect::<Vec<_>>());
     }
 
-    async fn event<K: Resource<DynamicType = ()>>(
+    /// Publishes an event without waiting for it.
+    fn event<K: Resource<DynamicType = ()>>(
         &self,
         obj: &K,
         warning: bool,
@@ -586,7 +570,7 @@ impl Scheduler {
         action: &str,
         note: String,
     ) {
-        kube_support::events::publish(&self.recorder, obj, warning, reason, action, note).await
+        kube_support::events::publish_detached(&self.recorder, obj, warning, reason, action, note)
     }
 }
 
