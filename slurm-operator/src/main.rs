@@ -71,6 +71,15 @@ struct RunArgs {
     /// The cluster's DNS domain (default: read from /etc/resolv.conf, else `cluster.local`).
     #[arg(long, env = "SLURM_OPERATOR_CLUSTER_DOMAIN")]
     cluster_domain: Option<String>,
+    /// Kubernetes node condition types, comma-separated: when a node is cordoned without a
+    /// `node-cordon-reason` annotation, its `True` conditions of these types make the drain reason.
+    #[arg(
+        long,
+        env = "SLURM_OPERATOR_PROPAGATED_NODE_CONDITIONS",
+        value_delimiter = ',',
+        default_value = ""
+    )]
+    propagated_node_conditions: Vec<String>,
     /// Log line format.
     #[arg(
         long,
@@ -151,7 +160,14 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let (changed_tx, changed_rx) = tokio::sync::mpsc::unbounded_channel();
     let slurm = SlurmClusters::new(args.slurm_poll, changed_tx);
     let cluster_domain = args.cluster_domain.clone().unwrap_or_else(cluster_domain);
-    let ctx = Arc::new(Context::new(client, metrics, slurm, cluster_domain));
+    let mut ctx = Context::new(client, metrics, slurm, cluster_domain);
+    ctx.propagated_node_conditions = args
+        .propagated_node_conditions
+        .iter()
+        .map(|c| c.trim().to_owned())
+        .filter(|c| !c.is_empty())
+        .collect();
+    let ctx = Arc::new(ctx);
     let slurm_changes = reconcile::nodeset::SlurmChanges::fan_out(changed_rx);
 
     let mut watchers = tokio::task::JoinSet::new();

@@ -222,9 +222,15 @@ fn the_binary_accepts_the_charts_arguments() {
         "operator.clusterDomain=example.org",
         "--set",
         "operator.logFormat=json",
+        "--set",
+        "propagatedNodeConditions={GpuUnhealthy,KernelDeadlock}",
     ]);
     let args = args(&objs);
     assert!(args.contains(&"--namespaces=slurm,other"), "{args:?}");
+    assert!(
+        args.contains(&"--propagated-node-conditions=GpuUnhealthy,KernelDeadlock"),
+        "{args:?}"
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_slurm-operator"))
         .args(&args)
         .env("KUBECONFIG", "/nonexistent/kubeconfig")

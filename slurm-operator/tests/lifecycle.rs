@@ -35,7 +35,12 @@ const QUIET: Duration = Duration::from_secs(30);
 async fn one_cluster_through_cordon_quiet_restart_scale_to_zero_and_config_change() {
     let start = Instant::now();
     let mut env = TestEnv::new("op-lifecycle");
-    env.start_operator(&["--slurm-poll", "1s"]);
+    env.start_operator(&[
+        "--slurm-poll",
+        "1s",
+        "--propagated-node-conditions",
+        PROBLEM,
+    ]);
     env.apply_manifest("lifecycle.yaml");
 
     for (what, want) in [
@@ -118,7 +123,31 @@ impl CordonGuard {
             &format!("{CORDON_REASON_ANNOTATION}-"),
         ]);
     }
+
+    /// Sets (`Some`: reason and message) or removes the node condition [`PROBLEM`], as a
+    /// node-problem-detector would.
+    fn problem(&self, problem: Option<(&str, &str)>) {
+        let condition = match problem {
+            Some((reason, message)) => serde_json::json!({
+                "type": PROBLEM, "status": "True", "reason": reason, "message": message,
+            }),
+            None => serde_json::json!({"type": PROBLEM, "$patch": "delete"}),
+        };
+        let patch = serde_json::json!({"status": {"conditions": [condition]}});
+        ground().ok(&[
+            "patch",
+            "node",
+            &self.node,
+            "--subresource=status",
+            "--type=strategic",
+            "-p",
+            &patch.to_string(),
+        ]);
+    }
 }
+
+/// The node condition type the operator of this test propagates.
+const PROBLEM: &str = "SlurmRsTestProblem";
 
 impl Drop for CordonGuard {
     fn drop(&mut self) {
@@ -130,6 +159,20 @@ impl Drop for CordonGuard {
                 "node",
                 &self.node,
                 &format!("{CORDON_REASON_ANNOTATION}-"),
+            ],
+            None,
+        );
+        let patch =
+            serde_json::json!({"status": {"conditions": [{"type": PROBLEM, "$patch": "delete"}]}});
+        let _ = g.kubectl(
+            &[
+                "patch",
+                "node",
+                &self.node,
+                "--subresource=status",
+                "--type=strategic",
+                "-p",
+                &patch.to_string(),
             ],
             None,
         );
@@ -246,6 +289,23 @@ async fn cordon_drains_and_uncordon_resumes(env: &TestEnv, client: &Client) {
     }
     guard.uncordon();
     guard.remove_annotation();
+    for (_, host) in &pods {
+        wait_node(client, host, "resumed after uncordon", is_idle).await;
+    }
+
+    // With a node condition the operator propagates (`--propagated-node-conditions`), as a
+    // node-problem-detector sets it: the condition's reason and message.
+    guard.problem(Some(("XidError", "Xid 79 on GPU 3")));
+    guard.cordon();
+    for (_, host) in &pods {
+        wait_node(client, host, "drained with the node's condition", |n| {
+            n.is_drain()
+                && n.reason.as_deref() == Some("slurm-operator: (XidError: Xid 79 on GPU 3)")
+        })
+        .await;
+    }
+    guard.uncordon();
+    guard.problem(None);
     for (_, host) in &pods {
         wait_node(client, host, "resumed after uncordon", is_idle).await;
     }

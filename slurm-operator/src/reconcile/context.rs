@@ -20,6 +20,9 @@ pub struct Context {
     pub slurm: SlurmClusters,
     /// The cluster's DNS domain, e.g. `cluster.local`.
     pub cluster_domain: String,
+    /// Kubernetes node condition types whose `True` conditions become the drain reason of a
+    /// cordoned node's Slurm nodes (`--propagated-node-conditions`).
+    pub propagated_node_conditions: Vec<String>,
 }
 
 impl Context {
@@ -40,6 +43,7 @@ impl Context {
             metrics,
             slurm,
             cluster_domain,
+            propagated_node_conditions: Vec::new(),
         }
     }
 

@@ -131,7 +131,15 @@ async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Res
     let view = observe::nodeset_view(nodeset, &revision);
     let pod_views: Vec<_> = pods
         .iter()
-        .map(|p| observe::pod_view(&name, p, &nodes, nodeset.spec.scaling_mode))
+        .map(|p| {
+            observe::pod_view(
+                &name,
+                p,
+                &nodes,
+                nodeset.spec.scaling_mode,
+                &ctx.propagated_node_conditions,
+            )
+        })
         .collect();
     // ScheduledUpdate's reservation; a lookup failure replaces nothing (fail closed).
     let reserved = reservation::sync(

@@ -53,6 +53,7 @@ pub fn pod_view(
     pod: &Pod,
     nodes: &HashMap<String, Node>,
     mode: ScalingMode,
+    propagated_conditions: &[String],
 ) -> PodView {
     let name = pod.name_any();
     let ordinal = name
@@ -110,7 +111,9 @@ pub fn pod_view(
             .unwrap_or(false),
         k8s_node_cordon_reason: node
             .and_then(|n| n.annotations().get(ANNOTATION_NODE_CORDON_REASON).cloned()),
-        k8s_node_problems: Vec::<NodeProblem>::new(),
+        k8s_node_problems: node
+            .map(|n| node_problems(n, propagated_conditions))
+            .unwrap_or_default(),
         protected: labels.get(LABEL_POD_PROTECT).is_some_and(|v| v == "true"),
         wrong_scaling_mode: labels
             .get(LABEL_SCALING_MODE)
@@ -118,6 +121,25 @@ pub fn pod_view(
         k8s_node,
         name,
     }
+}
+
+/// The node's `True` conditions of the `propagated` types, in the node's order.
+fn node_problems(node: &Node, propagated: &[String]) -> Vec<NodeProblem> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|c| c.status == "True" && propagated.contains(&c.type_))
+        .map(|c| NodeProblem {
+            reason: c
+                .reason
+                .clone()
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| c.type_.clone()),
+            message: c.message.clone().unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// A Kubernetes node as the DaemonSet decisions see it.
@@ -172,4 +194,80 @@ pub fn pinned_node(pod: &Pod) -> Option<String> {
         .flat_map(|t| t.match_fields.iter().flatten())
         .find(|r| r.key == "metadata.name" && r.operator == "In")
         .and_then(|r| r.values.as_ref()?.first().cloned())
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec};
+    use kube::api::ObjectMeta;
+
+    use super::*;
+    use crate::nodeset::cordon::node_cordoned_reason;
+
+    fn condition(type_: &str, status: &str, reason: &str, message: &str) -> NodeCondition {
+        NodeCondition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: Some(reason.into()),
+            message: Some(message.into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn propagated_node_conditions_make_the_cordon_reason() {
+        let node = Node {
+            metadata: ObjectMeta {
+                name: Some("n1".into()),
+                ..Default::default()
+            },
+            spec: Some(NodeSpec {
+                unschedulable: Some(true),
+                ..Default::default()
+            }),
+            status: Some(NodeStatus {
+                conditions: Some(vec![
+                    condition(
+                        "Ready",
+                        "True",
+                        "KubeletReady",
+                        "kubelet is posting ready status",
+                    ),
+                    condition("GpuUnhealthy", "True", "XidError", "Xid 79 on GPU 3"),
+                    condition("DiskPressure", "False", "KubeletHasNoDiskPressure", ""),
+                    condition("KernelDeadlock", "True", "", "task blocked"),
+                ]),
+                ..Default::default()
+            }),
+        };
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some("ns-0".into()),
+                namespace: Some("slurm".into()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                node_name: Some("n1".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let nodes = HashMap::from([("n1".to_owned(), node)]);
+        let propagated = [
+            "GpuUnhealthy".to_owned(),
+            "DiskPressure".to_owned(),
+            "KernelDeadlock".to_owned(),
+        ];
+        let view = pod_view("ns", &pod, &nodes, ScalingMode::StatefulSet, &propagated);
+        assert_eq!(
+            node_cordoned_reason(&view, "slurm/ns-0"),
+            "(XidError: Xid 79 on GPU 3); (KernelDeadlock: task blocked)"
+        );
+        // Without the flag: the default reason, as before.
+        let view = pod_view("ns", &pod, &nodes, ScalingMode::StatefulSet, &[]);
+        assert_eq!(
+            node_cordoned_reason(&view, "slurm/ns-0"),
+            "Node (n1) was cordoned, Pod (slurm/ns-0) must be cordoned"
+        );
+    }
 }

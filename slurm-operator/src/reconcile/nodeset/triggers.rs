@@ -48,12 +48,16 @@ pub fn wire(
     let store = runner.store();
     let (for_nodes, for_controllers, for_slurm) = (store.clone(), store.clone(), store);
     // Nodes change every few seconds (heartbeats); only what cordon_state hashes matters here.
+    let propagated = ctx.propagated_node_conditions.clone();
     let nodes = watcher(
         Api::<Node>::all(ctx.client.clone()),
         watcher::Config::default(),
     )
     .touched_objects()
-    .predicate_filter(cordon_state, PredicateConfig::default());
+    .predicate_filter(
+        move |node: &Node| cordon_state(node, &propagated),
+        PredicateConfig::default(),
+    );
     let slurm = futures::stream::unfold(changes, |mut rx| async move {
         loop {
             match rx.recv().await {
@@ -106,9 +110,10 @@ fn in_cluster(
         .collect()
 }
 
-/// What of a node the NodeSets act on: cordon and its reason, and, for DaemonSet mode, the
-/// labels, taints and hostname override that decide where a pod belongs.
-fn cordon_state(node: &Node) -> Option<u64> {
+/// What of a node the NodeSets act on: cordon and its reason (the annotation, or the conditions
+/// of the `propagated` types), and, for DaemonSet mode, the labels, taints and hostname override
+/// that decide where a pod belongs.
+fn cordon_state(node: &Node, propagated: &[String]) -> Option<u64> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     let spec = node.spec.as_ref();
     spec.and_then(|s| s.unschedulable).hash(&mut h);
@@ -121,6 +126,12 @@ fn cordon_state(node: &Node) -> Option<u64> {
     node.labels().hash(&mut h);
     for t in spec.and_then(|s| s.taints.as_ref()).into_iter().flatten() {
         (&t.key, &t.value, &t.effect).hash(&mut h);
+    }
+    let conditions = node.status.as_ref().and_then(|s| s.conditions.as_ref());
+    for c in conditions.into_iter().flatten() {
+        if propagated.contains(&c.type_) {
+            (&c.type_, &c.status, &c.reason, &c.message).hash(&mut h);
+        }
     }
     Some(h.finish())
 }
