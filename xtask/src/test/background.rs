@@ -1,5 +1,5 @@
-//! Work that runs in the background while the ground tests run: the static checks (generated code
-//! current, clippy, rustdoc, each REST version alone) and the dev images of the end-to-end. They only compile or
+//! Work that runs in the background while the ground tests run: the static checks (clippy,
+//! rustdoc, each REST version alone; generated code current) and the dev images of the end-to-end. They only compile or
 //! pack, the ground tests mostly wait on pods; at nice 19 they take only the CPU the tests leave.
 //! Each lane's output goes to a log, printed if it fails.
 
@@ -63,36 +63,46 @@ struct Stop {
 }
 
 impl Background {
-    /// `generate --check` (by the xtask binary `xtask`), clippy, rustdoc and each REST version
-    /// alone; log `target/ci-checks.log`.
-    pub fn checks(workspace: &Path, xtask: &Path) -> Result<Background> {
-        // Generating six REST versions with the debug-built progenitor takes minutes of CPU.
-        let mut steps = vec![Step {
-            program: xtask.into(),
-            args: vec!["generate".to_owned(), "--check".to_owned()],
-            env: Vec::new(),
-        }];
-        steps.extend(checks());
+    /// Clippy, rustdoc and each REST version alone; log `target/ci-checks.log`.
+    pub fn checks(workspace: &Path) -> Result<Background> {
         Background::start(
             workspace,
             "ci-checks.log",
-            "generated code current, clippy, rustdoc and the REST versions",
-            steps,
+            "clippy, rustdoc and the REST versions",
+            checks(),
         )
     }
 
-    /// `image project --dev` with `tags`, by the xtask binary `xtask`; log `target/ci-images.log`.
-    pub fn dev_images(workspace: &Path, xtask: &Path, tags: &[String]) -> Result<Background> {
+    /// `generate --check`, then `image project --dev` with `tags`, both by the xtask binary
+    /// `xtask`; log `target/ci-images.log`. Generating six REST versions with the debug-built
+    /// progenitor takes minutes of CPU, and the images are needed only after the ground tests.
+    pub fn generated_and_dev_images(
+        workspace: &Path,
+        xtask: &Path,
+        tags: &[String],
+    ) -> Result<Background> {
         let mut args = vec!["image".to_owned(), "project".to_owned(), "--dev".to_owned()];
         for tag in tags {
             args.extend(["--tag".to_owned(), tag.clone()]);
         }
-        let step = Step {
-            program: xtask.into(),
-            args,
-            env: Vec::new(),
-        };
-        Background::start(workspace, "ci-images.log", "the dev images", vec![step])
+        let steps = vec![
+            Step {
+                program: xtask.into(),
+                args: vec!["generate".to_owned(), "--check".to_owned()],
+                env: Vec::new(),
+            },
+            Step {
+                program: xtask.into(),
+                args,
+                env: Vec::new(),
+            },
+        ];
+        Background::start(
+            workspace,
+            "ci-images.log",
+            "generated code current, then the dev images",
+            steps,
+        )
     }
 
     fn start(workspace: &Path, log_name: &str, what: &str, steps: Vec<Step>) -> Result<Background> {
