@@ -283,15 +283,14 @@ pub async fn follow(
     loop {
         tick.tick().await;
         let due = book.due(Instant::now());
-        let reads = futures::stream::iter(due)
+        // Each answer is acted on as it arrives, not when the slowest of the tick's reads is in.
+        let mut reads = futures::stream::iter(due)
             .map(|(id, pods)| {
                 let (book, client) = (book.clone(), client.clone());
                 async move { (id, pods, book.refresh(&client, id).await) }
             })
-            .buffer_unordered(8)
-            .collect::<Vec<_>>()
-            .await;
-        for (id, pods, result) in reads {
+            .buffer_unordered(8);
+        while let Some((id, pods, result)) = reads.next().await {
             metrics.slurm_call("get_job", result.as_ref().err());
             match result {
                 Ok(true) => {
