@@ -126,10 +126,10 @@ pub use model::{
 };
 pub use model::{
     ArrayInfo, BackfillStats, ControllerPing, Diag, ExitCode, Job, JobCounters, JobFlag, JobList,
-    JobQuery, JobState, JobSubmission, JobUpdate, License, Limit, Node, NodeFlag, NodeList,
-    NodeQuery, NodeState, NodeStateChange, NodeUpdate, Partition, PartitionList, Ping, Reservation,
-    ReservationList, ReservationSpec, ReservationUpdate, RpcStat, RpcUserStat, SchedulerStats,
-    Share, Shares, SharesQuery, StreamedJobs, SubmittedJob, Tres,
+    JobQuery, JobState, JobStatus, JobSubmission, JobUpdate, License, Limit, Node, NodeFlag,
+    NodeList, NodeQuery, NodeState, NodeStateChange, NodeUpdate, Partition, PartitionList, Ping,
+    Reservation, ReservationList, ReservationSpec, ReservationUpdate, RpcStat, RpcUserStat,
+    SchedulerStats, Share, Shares, SharesQuery, StreamedJobs, SubmittedJob, Tres,
 };
 pub use negotiate::Negotiated;
 pub use request::{Request, path_segment};

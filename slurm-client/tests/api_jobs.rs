@@ -363,3 +363,36 @@ async fn submission_fields_read_back() {
         t.client.cancel_job(id).await.unwrap();
     }
 }
+
+/// The states of several jobs in one request; unknown ids are left out, an empty list is refused.
+#[tokio::test]
+async fn job_states_of_several_jobs() {
+    for t in targets().await {
+        let label = t.label();
+        let mut ids = Vec::new();
+        for name in ["states1", "states2"] {
+            let job = t.quick_job(name, 1).hold(true);
+            ids.push(t.client.submit_job(&job).await.unwrap().value.job_id);
+        }
+        t.client.cancel_job(ids[1]).await.unwrap();
+        wait_for_state(&t, ids[1], &[JobState::Cancelled]).await;
+        let states = t
+            .client
+            .job_states(&[ids[0], ids[1], u32::MAX - 7])
+            .await
+            .unwrap_or_else(|e| panic!("{label}: {e}"))
+            .value;
+        let got: Vec<_> = states.iter().map(|s| (s.id, s.state.clone())).collect();
+        assert_eq!(
+            got,
+            [(ids[0], JobState::Pending), (ids[1], JobState::Cancelled)],
+            "{label}: {states:?}"
+        );
+        assert!(states.iter().all(|s| s.component.is_none()), "{label}");
+        assert!(
+            matches!(t.client.job_states(&[]).await, Err(Error::Config(_))),
+            "{label}"
+        );
+        t.client.cancel_job(ids[0]).await.unwrap();
+    }
+}

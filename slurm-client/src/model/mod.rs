@@ -11,6 +11,7 @@
 mod accounting;
 mod diag;
 mod job;
+mod job_status;
 mod license;
 mod node;
 mod noval;
@@ -31,6 +32,7 @@ pub use job::{
     ArrayInfo, ExitCode, Job, JobFlag, JobList, JobQuery, JobState, JobSubmission, JobUpdate,
     StreamedJobs, SubmittedJob,
 };
+pub use job_status::JobStatus;
 pub use license::License;
 pub use node::{Node, NodeFlag, NodeList, NodeQuery, NodeState, NodeStateChange, NodeUpdate};
 pub use noval::Limit;

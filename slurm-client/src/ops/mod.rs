@@ -100,6 +100,7 @@ macro_rules! noval {
 
 mod accounting;
 mod diag;
+mod job_states;
 mod jobs;
 mod licenses;
 mod nodes;
