@@ -6,10 +6,13 @@
 //! (pending or running) one by one, so its cost grows with its own jobs, not with the
 //! cluster's. A change of state, reason or nodes wakes the workloads of the job's pods.
 //!
-//! Each job is read on its own schedule: at once when it is new or has just changed, then
-//! after 100 ms, 200 ms, … up to the follow period. A job Slurm starts a moment after its
-//! submission is seen within a fraction of a second, while jobs that wait or run long cost
-//! one read per period.
+//! Pending jobs are watched through their states alone (`GET …/jobs/state/`, about 80 bytes a
+//! job, for all of them in one request) every 100 ms, or every millisecond per job when there
+//! are more than a hundred: Slurm starts placeholder jobs on its scheduler's passes, and a start
+//! is seen within a tick of it. A job whose state moved is read whole at once. Besides that,
+//! each job is read on its own schedule: at once when it is new or has just changed, then, when
+//! it runs, after 100 ms, 200 ms, … up to the follow period; a pending one after a period (its
+//! pending reason shows that late at worst).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -18,7 +21,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use futures::StreamExt;
-use slurm_client::{Client, Job, JobQuery, JobState};
+use slurm_client::{Client, Job, JobQuery, JobState, JobStatus};
 use tokio::sync::mpsc;
 
 use crate::translate::AdminComment;
@@ -49,9 +52,12 @@ impl Entry {
     }
 }
 
-/// The wait before the next read: short again after a change, else twice the last, at most `period`.
-fn next_wait(last: Duration, changed: bool, period: Duration) -> Duration {
-    if changed {
+/// The wait before the next read: a period for a pending job (its state is polled apart); else
+/// short again after a change, else twice the last, at most `period`.
+fn next_wait(last: Duration, changed: bool, pending: bool, period: Duration) -> Duration {
+    if pending {
+        period
+    } else if changed {
         FIRST_WAIT.min(period)
     } else {
         (last * 2).min(period).max(FIRST_WAIT.min(period))
@@ -177,6 +183,40 @@ impl JobBook {
         due
     }
 
+    /// The jobs last seen pending.
+    pub fn pending(&self) -> Vec<u32> {
+        let inner = self.inner.lock().expect("not poisoned");
+        let mut ids: Vec<u32> = inner
+            .jobs
+            .iter()
+            .filter(|(_, e)| matches!(&e.seen, Seen::Job(job) if job.state == JobState::Pending))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// Makes each job of `asked` whose state in `states` is no longer pending (or that Slurm no
+    /// longer lists) due for a read now; returns how many.
+    pub fn states_seen(&self, asked: &[u32], states: &[JobStatus]) -> usize {
+        let mut inner = self.inner.lock().expect("not poisoned");
+        let now = Instant::now();
+        let mut moved = 0;
+        for id in asked {
+            let still_pending = states
+                .iter()
+                .any(|s| s.id == *id && s.component.is_none() && s.state == JobState::Pending);
+            if still_pending {
+                continue;
+            }
+            if let Some(entry) = inner.jobs.get_mut(id) {
+                entry.next_read = now;
+                moved += 1;
+            }
+        }
+        moved
+    }
+
     /// Every job that can still change, with its pods.
     pub fn active(&self) -> Vec<(u32, Vec<String>)> {
         let inner = self.inner.lock().expect("not poisoned");
@@ -234,7 +274,8 @@ impl JobBook {
         }
         let changed = !same(&entry.seen, &seen);
         entry.seen = seen;
-        entry.wait = next_wait(entry.wait, changed, period);
+        let pending = matches!(&entry.seen, Seen::Job(job) if job.state == JobState::Pending);
+        entry.wait = next_wait(entry.wait, changed, pending, period);
         entry.next_read = Instant::now() + entry.wait;
         Ok(changed)
     }
@@ -280,8 +321,15 @@ pub async fn follow(
     let mut tick = tokio::time::interval(FIRST_WAIT.min(every));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tidied = Instant::now();
+    let mut states_polled = Instant::now();
     loop {
         tick.tick().await;
+        let pending = book.pending();
+        let state_poll = FIRST_WAIT.max(Duration::from_millis(pending.len() as u64));
+        if !pending.is_empty() && states_polled.elapsed() >= state_poll {
+            states_polled = Instant::now();
+            poll_states(&book, &client, &pending, &metrics).await;
+        }
         let due = book.due(Instant::now());
         // Each answer is acted on as it arrives, not when the slowest of the tick's reads is in.
         let mut reads = futures::stream::iter(due)
@@ -313,6 +361,32 @@ pub async fn follow(
             tidied = Instant::now();
             book.prune(jiff::Timestamp::now().as_second(), FORGET_AFTER);
             metrics.set_jobs(&book.states());
+        }
+    }
+}
+
+/// How many job ids go into one state request (its URL stays under 2 KiB).
+const STATES_PER_REQUEST: usize = 100;
+
+/// Asks Slurm for the states of the `pending` jobs and makes those that moved due for a read.
+/// A failure only logs: the jobs' own reads still come each period.
+async fn poll_states(
+    book: &JobBook,
+    client: &Client,
+    pending: &[u32],
+    metrics: &crate::metrics::Metrics,
+) {
+    for chunk in pending.chunks(STATES_PER_REQUEST) {
+        let result = client.job_states(chunk).await;
+        metrics.slurm_call("job_states", result.as_ref().err());
+        match result {
+            Ok(states) => {
+                book.states_seen(chunk, &states.value);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the pending jobs' states; reading them one by one each period");
+                return;
+            }
         }
     }
 }
@@ -368,15 +442,59 @@ mod tests {
         let mut wait = FIRST_WAIT;
         let mut waits = Vec::new();
         for _ in 0..5 {
-            wait = next_wait(wait, false, period);
+            wait = next_wait(wait, false, false, period);
             waits.push(wait.as_millis());
         }
         assert_eq!(waits, [200, 400, 800, 1000, 1000]);
-        assert_eq!(next_wait(wait, true, period), FIRST_WAIT);
+        assert_eq!(next_wait(wait, true, false, period), FIRST_WAIT);
+        // A pending job is read each period: its state is polled apart.
+        assert_eq!(next_wait(FIRST_WAIT, true, true, period), period);
         // A period shorter than the first wait bounds every wait.
         let short = Duration::from_millis(50);
-        assert_eq!(next_wait(FIRST_WAIT, true, short), short);
-        assert_eq!(next_wait(FIRST_WAIT, false, short), short);
+        assert_eq!(next_wait(FIRST_WAIT, true, false, short), short);
+        assert_eq!(next_wait(FIRST_WAIT, false, false, short), short);
+    }
+
+    #[test]
+    fn a_pending_job_whose_state_moved_is_due_at_once() {
+        let book = JobBook::default();
+        let pending = || {
+            let mut job = Job::default();
+            job.state = JobState::Pending;
+            Seen::Job(Box::new(job))
+        };
+        for id in [1, 2, 3] {
+            book.insert(id, vec![], pending());
+        }
+        let later = Instant::now() + Duration::from_secs(5);
+        for id in [1, 2, 3] {
+            book.inner
+                .lock()
+                .unwrap()
+                .jobs
+                .get_mut(&id)
+                .unwrap()
+                .next_read = later;
+        }
+        assert_eq!(book.pending(), [1, 2, 3]);
+        let status = |id, state| {
+            let mut s = JobStatus::default();
+            s.id = id;
+            s.state = state;
+            s
+        };
+        // 1 still pending, 2 started, 3 gone from Slurm's answer.
+        let moved = book.states_seen(
+            &[1, 2, 3],
+            &[status(1, JobState::Pending), status(2, JobState::Running)],
+        );
+        assert_eq!(moved, 2);
+        let due: Vec<u32> = book
+            .due(Instant::now())
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(due, [2, 3]);
     }
 
     #[test]

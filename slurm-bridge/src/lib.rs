@@ -8,6 +8,7 @@
 //! [`webhook`]).
 
 pub mod annotations;
+pub mod assumed;
 pub mod config;
 pub mod decide;
 pub mod feasible;

@@ -258,6 +258,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         nodes: k8s_nodes,
         slurm_nodes,
         metrics,
+        assumed: Default::default(),
     };
     tracing::info!("scheduling");
     tokio::select! {

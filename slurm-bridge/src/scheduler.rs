@@ -15,6 +15,7 @@ use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc;
 
+use crate::assumed::Assumed;
 use crate::config::Config;
 use crate::decide::{self, Action, JobView, Phase, PodView};
 use crate::feasible;
@@ -59,6 +60,8 @@ pub struct Scheduler {
     pub metrics: Arc<Metrics>,
     /// Events.
     pub recorder: Recorder,
+    /// Pods bound by this bridge that the pod store may not show bound yet.
+    pub assumed: Assumed,
 }
 
 /// A workload's failure: what to tell and when to try again.
@@ -152,7 +155,7 @@ impl Scheduler {
             return Ok(());
         }
         members.sort_by_key(|p| p.name_any());
-        let views: Vec<PodView> = members.iter().map(|p| view(p)).collect();
+        let views: Vec<PodView> = members.iter().map(|p| self.assume(view(p), p)).collect();
         let job = self.job_of(&views, &members);
         // The gang size needs the root object: read it only when a submission is possible, and
         // once (the submission uses the same reading).
@@ -291,6 +294,9 @@ impl Scheduler {
                 pods::bind(&self.client, ns, &name, &node)
                     .await
                     .map_err(kube_failed("bind"))?;
+                if let Some(uid) = pod(&name).and_then(|p| p.uid()) {
+                    self.assumed.bound(&uid, &node, Instant::now());
+                }
                 self.metrics.action("bind", None);
                 tracing::info!(pod = %format!("{ns}/{name}"), %node, "bound");
                 if let Some(p) = pod(&name) {
@@ -486,7 +492,7 @@ impl Scheduler {
         // Act on the first reading now instead of waiting for the follower's next poll. The
         // store may not show the labels yet, so the pods' views get them here.
         if read.is_ok() {
-            let mut views: Vec<PodView> = members.iter().map(|p| view(p)).collect();
+            let mut views: Vec<PodView> = members.iter().map(|p| self.assume(view(p), p)).collect();
             for v in views.iter_mut().filter(|v| names.contains(&v.name)) {
                 v.job_id = Some(id);
                 v.finalizer = true;
@@ -559,6 +565,18 @@ impl Scheduler {
         }
         self.metrics
             .set_waiting(&counts.into_iter().collect::<Vec<_>>());
+    }
+
+    /// `view` of `pod`, bound to the node this bridge bound it to if the store does not show
+    /// that binding yet.
+    fn assume(&self, mut view: PodView, pod: &Pod) -> PodView {
+        let Some(uid) = pod.uid() else { return view };
+        if view.bound_node.is_some() {
+            self.assumed.forget(&uid);
+        } else {
+            view.bound_node = self.assumed.node_of(&uid, Instant::now());
+        }
+        view
     }
 
     /// Publishes an event without waiting for it.
