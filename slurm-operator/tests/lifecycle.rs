@@ -279,37 +279,54 @@ async fn cordon_drains_and_uncordon_resumes(env: &TestEnv, client: &Client) {
     // With the node's reason annotation (as a drainer sets it before it cordons): its text,
     // sanitised, under the operator's prefix.
     guard.annotate("  GPU 3 fell off the bus\tticket 42 ");
-    guard.cordon();
-    for (_, host) in &pods {
-        wait_node(client, host, "drained with the node's reason", |n| {
-            n.is_drain()
-                && n.reason.as_deref() == Some("slurm-operator: GPU 3 fell off the bus ticket 42")
-        })
-        .await;
-    }
-    guard.uncordon();
+    cordoned_drains_with(
+        &guard,
+        client,
+        &pods,
+        "slurm-operator: GPU 3 fell off the bus ticket 42",
+    )
+    .await;
     guard.remove_annotation();
-    for (_, host) in &pods {
-        wait_node(client, host, "resumed after uncordon", is_idle).await;
-    }
+    uncordoned_resumes(client, &pods).await;
 
     // With a node condition the operator propagates (`--propagated-node-conditions`), as a
     // node-problem-detector sets it: the condition's reason and message.
     guard.problem(Some(("XidError", "Xid 79 on GPU 3")));
+    cordoned_drains_with(
+        &guard,
+        client,
+        &pods,
+        "slurm-operator: (XidError: Xid 79 on GPU 3)",
+    )
+    .await;
+    guard.problem(None);
+    uncordoned_resumes(client, &pods).await;
+    drop(guard);
+}
+
+/// Cordons the guard's node, waits for every pod's Slurm node to be drained with `reason`, and
+/// uncordons it again.
+async fn cordoned_drains_with(
+    guard: &CordonGuard,
+    client: &Client,
+    pods: &[(String, String)],
+    reason: &str,
+) {
     guard.cordon();
-    for (_, host) in &pods {
-        wait_node(client, host, "drained with the node's condition", |n| {
-            n.is_drain()
-                && n.reason.as_deref() == Some("slurm-operator: (XidError: Xid 79 on GPU 3)")
+    for (_, host) in pods {
+        wait_node(client, host, "drained with the cordon's reason", |n| {
+            n.is_drain() && n.reason.as_deref() == Some(reason)
         })
         .await;
     }
     guard.uncordon();
-    guard.problem(None);
-    for (_, host) in &pods {
+}
+
+/// Waits for every pod's Slurm node to be idle again.
+async fn uncordoned_resumes(client: &Client, pods: &[(String, String)]) {
+    for (_, host) in pods {
         wait_node(client, host, "resumed after uncordon", is_idle).await;
     }
-    drop(guard);
 }
 
 // --- 2. no writes at rest ----------------------------------------------------------------------
