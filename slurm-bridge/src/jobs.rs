@@ -321,14 +321,18 @@ pub async fn follow(
     let mut tick = tokio::time::interval(FIRST_WAIT.min(every));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tidied = Instant::now();
-    let mut states_polled = Instant::now();
+    let mut next_state_poll = Instant::now();
     loop {
         tick.tick().await;
         let pending = book.pending();
-        let state_poll = FIRST_WAIT.max(Duration::from_millis(pending.len() as u64));
-        if !pending.is_empty() && states_polled.elapsed() >= state_poll {
-            states_polled = Instant::now();
-            poll_states(&book, &client, &pending, &metrics).await;
+        if !pending.is_empty() && Instant::now() >= next_state_poll {
+            // A failed poll (slurmrestd away) waits a whole period, as a failed read does.
+            next_state_poll = Instant::now()
+                + if poll_states(&book, &client, &pending, &metrics).await {
+                    FIRST_WAIT.max(Duration::from_millis(pending.len() as u64))
+                } else {
+                    every
+                };
         }
         let due = book.due(Instant::now());
         // Each answer is acted on as it arrives, not when the slowest of the tick's reads is in.
@@ -368,14 +372,15 @@ pub async fn follow(
 /// How many job ids go into one state request (its URL stays under 2 KiB).
 const STATES_PER_REQUEST: usize = 100;
 
-/// Asks Slurm for the states of the `pending` jobs and makes those that moved due for a read.
-/// A failure only logs: the jobs' own reads still come each period.
+/// Asks Slurm for the states of the `pending` jobs and makes those that moved due for a read;
+/// returns whether Slurm answered. A failure only logs: the jobs' own reads still come each
+/// period.
 async fn poll_states(
     book: &JobBook,
     client: &Client,
     pending: &[u32],
     metrics: &crate::metrics::Metrics,
-) {
+) -> bool {
     for chunk in pending.chunks(STATES_PER_REQUEST) {
         let result = client.job_states(chunk).await;
         metrics.slurm_call("job_states", result.as_ref().err());
@@ -385,10 +390,11 @@ async fn poll_states(
             }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the pending jobs' states; reading them one by one each period");
-                return;
+                return false;
             }
         }
     }
+    true
 }
 
 impl JobBook {

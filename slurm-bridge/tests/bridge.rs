@@ -153,9 +153,9 @@ async fn slurm_places_pods() {
         |names| !names.split_whitespace().any(|n| n == "pack-0"),
     );
 
-    // slurmrestd away for a while: nothing is deleted.
+    // slurmrestd away for a minute: nothing is deleted.
     env.scale_restapi(0);
-    tokio::time::sleep(Duration::from_secs(15)).await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
     for i in 1..4 {
         let name = format!("pod/pack-{i}");
         assert_eq!(
