@@ -1,11 +1,12 @@
 //! The scheduling queue: which workloads wait to be looked at, which are being looked at, and
 //! which back off after a failure (kube-scheduler's active and back-off queues, for workloads).
 //!
-//! A workload woken while it is being processed is looked at again once that pass ends, so no
-//! wake is lost and no workload is processed twice at once. A workload woken during its back-off
-//! waits for the back-off to end.
+//! Woken workloads are taken first in, first out, so a workload woken again and again does not
+//! starve the others. A workload woken while it is being processed is looked at again once that
+//! pass ends, so no wake is lost and no workload is processed twice at once. A workload woken
+//! during its back-off waits for the back-off to end.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -13,7 +14,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
 #[derive(Debug)]
 pub struct Queue<K: Ord + Clone> {
-    dirty: BTreeSet<K>,
+    /// Woken keys in the order they were first woken (each once), and the same as a set.
+    dirty: VecDeque<K>,
+    queued: BTreeSet<K>,
     in_flight: BTreeSet<K>,
     /// Until when a key backs off, and the back-off that put it there.
     backoff: BTreeMap<K, (Instant, Duration)>,
@@ -22,7 +25,8 @@ pub struct Queue<K: Ord + Clone> {
 impl<K: Ord + Clone> Default for Queue<K> {
     fn default() -> Self {
         Queue {
-            dirty: BTreeSet::new(),
+            dirty: VecDeque::new(),
+            queued: BTreeSet::new(),
             in_flight: BTreeSet::new(),
             backoff: BTreeMap::new(),
         }
@@ -32,18 +36,20 @@ impl<K: Ord + Clone> Default for Queue<K> {
 impl<K: Ord + Clone> Queue<K> {
     /// Marks `key` to be looked at.
     pub fn wake(&mut self, key: K) {
-        self.dirty.insert(key);
+        if self.queued.insert(key.clone()) {
+            self.dirty.push_back(key);
+        }
     }
 
     /// A woken key that may be processed now (not in flight, not backing off), taken out of the
     /// queue and marked in flight.
     pub fn pop(&mut self, now: Instant) -> Option<K> {
-        let key = self
+        let at = self
             .dirty
             .iter()
-            .find(|k| !self.in_flight.contains(*k) && self.ready(k, now))?
-            .clone();
-        self.dirty.remove(&key);
+            .position(|k| !self.in_flight.contains(k) && self.ready(k, now))?;
+        let key = self.dirty.remove(at).expect("a position in the queue");
+        self.queued.remove(&key);
         self.in_flight.insert(key.clone());
         Some(key)
     }
@@ -96,6 +102,21 @@ mod tests {
         assert_eq!(q.done(&"a", true, now), None);
         assert_eq!(q.pop(now), Some("a"), "the wake during the pass is kept");
         assert_eq!(q.pop(now), None);
+    }
+
+    #[test]
+    fn first_woken_first_served() {
+        let now = Instant::now();
+        let mut q = Queue::default();
+        for key in ["c", "a", "b", "a"] {
+            q.wake(key);
+        }
+        assert_eq!(q.pop(now), Some("c"));
+        q.done(&"c", true, now);
+        q.wake("c");
+        assert_eq!(q.pop(now), Some("a"));
+        assert_eq!(q.pop(now), Some("b"));
+        assert_eq!(q.pop(now), Some("c"), "woken again: at the back");
     }
 
     #[test]
