@@ -37,8 +37,11 @@ async fn two_sandboxes_reach_each_other_by_ip() {
         &server,
         &in_box(
             &server_box,
+            // The answer waits a second: busybox nc ends once its input has ended and it has
+            // sent it, and an answer sent at once could end it before the client's line is
+            // read (CI run15).
             "ip -4 -o addr show dev eth0 | grep -q ' 10.244.' && echo listening; \
-             echo pong | nc -l -p 8080",
+             { sleep 1; echo pong; } | nc -l -p 8080",
         ),
     )
     .await
