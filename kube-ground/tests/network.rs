@@ -37,11 +37,11 @@ async fn two_sandboxes_reach_each_other_by_ip() {
         &server,
         &in_box(
             &server_box,
-            // The answer waits a second: busybox nc ends once its input has ended and it has
-            // sent it, and an answer sent at once could end it before the client's line is
-            // read (CI run15).
+            // busybox nc ends when its input ends: each side keeps its input open a while
+            // after its line, so that it reads the other's before it goes (CI run15 lost the
+            // client's line, run16 the answer).
             "ip -4 -o addr show dev eth0 | grep -q ' 10.244.' && echo listening; \
-             { sleep 1; echo pong; } | nc -l -p 8080",
+             { echo pong; sleep 3; } | nc -l -p 8080",
         ),
     )
     .await
@@ -51,7 +51,7 @@ async fn two_sandboxes_reach_each_other_by_ip() {
     let client = container(&client_pod, "connect");
     let script = format!(
         "ip route | grep -q '^default via 10.244.0.1 ' || exit 2; \
-         for i in $(seq 50); do echo ping-from-client | nc -w 2 {} 8080 && exit 0; sleep 0.1; done; \
+         for i in $(seq 20); do {{ echo ping-from-client; sleep 1; }} | nc -w 2 {} 8080 && exit 0; sleep 0.1; done; \
          exit 1",
         server_box.ip
     );
