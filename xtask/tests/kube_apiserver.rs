@@ -710,8 +710,12 @@ async fn a_token_written_to_the_token_file_authenticates_at_once() {
 async fn kubectl_get_pods_prints_a_table() {
     let client = client().await;
     let ns = namespace(&client, "table").await;
+    // For a scheduler nobody runs: the ground's scheduler and kubelet leave it Pending (CI run18
+    // saw the kubelet report ErrImageNeverPull before kubectl listed it).
+    let mut pod = bare_pod("listed");
+    pod.spec.as_mut().expect("a spec").scheduler_name = Some("nobody".into());
     Api::<Pod>::namespaced(client.clone(), &ns)
-        .create(&PostParams::default(), &bare_pod("listed"))
+        .create(&PostParams::default(), &pod)
         .await
         .unwrap();
     let env = ground_env();
