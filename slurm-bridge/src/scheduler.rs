@@ -294,12 +294,12 @@ impl Scheduler {
                 pods::bind(&self.client, ns, &name, &node)
                     .await
                     .map_err(kube_failed("bind"))?;
-                if let Some(uid) = pod(&name).and_then(|p| p.uid()) {
-                    self.assumed.bound(&uid, &node, Instant::now());
-                }
                 self.metrics.action("bind", None);
                 tracing::info!(pod = %format!("{ns}/{name}"), %node, "bound");
                 if let Some(p) = pod(&name) {
+                    if let Some(uid) = p.uid() {
+                        self.assumed.bound(&uid, &node, Instant::now());
+                    }
                     if let Some(created) = p.creation_timestamp() {
                         let age = jiff::Timestamp::now().duration_since(created.0);
                         self.metrics.bound_after(age.as_secs_f64().max(0.0));

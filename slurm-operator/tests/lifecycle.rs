@@ -127,6 +127,12 @@ impl CordonGuard {
     /// Sets (`Some`: reason and message) or removes the node condition [`PROBLEM`], as a
     /// node-problem-detector would.
     fn problem(&self, problem: Option<(&str, &str)>) {
+        let args = self.problem_patch(problem);
+        ground().ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+
+    /// The kubectl arguments of [`CordonGuard::problem`].
+    fn problem_patch(&self, problem: Option<(&str, &str)>) -> Vec<String> {
         let condition = match problem {
             Some((reason, message)) => serde_json::json!({
                 "type": PROBLEM, "status": "True", "reason": reason, "message": message,
@@ -134,7 +140,7 @@ impl CordonGuard {
             None => serde_json::json!({"type": PROBLEM, "$patch": "delete"}),
         };
         let patch = serde_json::json!({"status": {"conditions": [condition]}});
-        ground().ok(&[
+        [
             "patch",
             "node",
             &self.node,
@@ -142,7 +148,9 @@ impl CordonGuard {
             "--type=strategic",
             "-p",
             &patch.to_string(),
-        ]);
+        ]
+        .map(String::from)
+        .to_vec()
     }
 }
 
@@ -162,20 +170,8 @@ impl Drop for CordonGuard {
             ],
             None,
         );
-        let patch =
-            serde_json::json!({"status": {"conditions": [{"type": PROBLEM, "$patch": "delete"}]}});
-        let _ = g.kubectl(
-            &[
-                "patch",
-                "node",
-                &self.node,
-                "--subresource=status",
-                "--type=strategic",
-                "-p",
-                &patch.to_string(),
-            ],
-            None,
-        );
+        let args = self.problem_patch(None);
+        let _ = g.kubectl(&args.iter().map(String::as_str).collect::<Vec<_>>(), None);
     }
 }
 
