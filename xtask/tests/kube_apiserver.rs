@@ -118,6 +118,15 @@ fn bare_pod(name: &str) -> Pod {
     })
 }
 
+/// A pod for a scheduler nobody runs: the ground's scheduler and kubelet leave it alone (CI saw
+/// the ground's scheduler bind a test's pod before the test did, and the kubelet report
+/// ErrImageNeverPull before kubectl listed one).
+fn unscheduled_pod(name: &str) -> Pod {
+    let mut pod = bare_pod(name);
+    pod.spec.as_mut().expect("a spec").scheduler_name = Some("nobody".into());
+    pod
+}
+
 #[tokio::test]
 async fn crd_cel_rule_rejects_a_bad_object_with_the_rules_message() {
     let client = client().await;
@@ -311,7 +320,7 @@ async fn binding_a_pod_twice_is_a_conflict() {
     let client = client().await;
     let ns = namespace(&client, "bind").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    pods.create(&PostParams::default(), &bare_pod("bound"))
+    pods.create(&PostParams::default(), &unscheduled_pod("bound"))
         .await
         .unwrap();
     let binding = |node: &str| -> Binding {
@@ -710,10 +719,7 @@ async fn a_token_written_to_the_token_file_authenticates_at_once() {
 async fn kubectl_get_pods_prints_a_table() {
     let client = client().await;
     let ns = namespace(&client, "table").await;
-    // For a scheduler nobody runs: the ground's scheduler and kubelet leave it Pending (CI run18
-    // saw the kubelet report ErrImageNeverPull before kubectl listed it).
-    let mut pod = bare_pod("listed");
-    pod.spec.as_mut().expect("a spec").scheduler_name = Some("nobody".into());
+    let pod = unscheduled_pod("listed");
     Api::<Pod>::namespaced(client.clone(), &ns)
         .create(&PostParams::default(), &pod)
         .await

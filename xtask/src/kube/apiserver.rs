@@ -79,9 +79,12 @@ fn read_sources(workspace: &Path) -> Result<Vec<(String, Vec<u8>)>> {
     Ok(files)
 }
 
+/// The programs the ground runs, kept beside the built server: the 2.7 GiB of Debian packages
+/// they came from are needed only to build it again.
+const PROGRAMS: &[&str] = &["kube-apiserver", "etcd", "kubectl"];
+
 /// Returns the API server, etcd and kubectl, building what is not cached yet.
 pub fn ensure(workspace: &Path) -> Result<Built> {
-    let pkgs = packages::ensure()?;
     let files = read_sources(workspace)?;
     let mut key = Vec::new();
     for (name, content) in &files {
@@ -89,7 +92,7 @@ pub fn ensure(workspace: &Path) -> Result<Built> {
         key.push(0);
         key.extend_from_slice(content);
     }
-    key.extend_from_slice(pkgs.dir.to_string_lossy().as_bytes());
+    key.extend_from_slice(packages::dir().to_string_lossy().as_bytes());
     key.extend_from_slice(OPENAPI_INPUTS.join(",").as_bytes());
     key.extend_from_slice(RECIPE.as_bytes());
     // Earlier recipes kept the Go build cache here (2.8 GiB): a built server needs none of it.
@@ -97,19 +100,29 @@ pub fn ensure(workspace: &Path) -> Result<Built> {
     let dir = cache_dir()
         .join("kube")
         .join(format!("apiserver-{:016x}", fnv1a(&key)));
-    let binary = dir.join("kube-apiserver");
     let mut build_secs = None;
-    if !binary.exists() {
-        let started = Instant::now();
-        build(&pkgs, &files, &dir)?;
-        let secs = started.elapsed().as_secs_f64();
-        eprintln!("built the API server in {secs:.0} s ({})", binary.display());
-        build_secs = Some(secs);
+    if !PROGRAMS.iter().all(|p| dir.join(p).exists()) {
+        let pkgs = packages::ensure()?;
+        if !dir.join(PROGRAMS[0]).exists() {
+            let started = Instant::now();
+            build(&pkgs, &files, &dir)?;
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!("built the API server in {secs:.0} s ({})", dir.display());
+            build_secs = Some(secs);
+        }
+        for program in &PROGRAMS[1..] {
+            // through a temporary name: a copy cut short must not pass for the program
+            let partial = dir.join(format!("{program}.partial"));
+            std::fs::copy(pkgs.bin(program), &partial)
+                .and_then(|_| std::fs::rename(&partial, dir.join(program)))
+                .with_context(|| format!("copying {program} beside the API server"))?;
+        }
     }
+    packages::remove();
     Ok(Built {
-        apiserver: binary,
-        etcd: pkgs.bin("etcd"),
-        kubectl: pkgs.bin("kubectl"),
+        apiserver: dir.join(PROGRAMS[0]),
+        etcd: dir.join(PROGRAMS[1]),
+        kubectl: dir.join(PROGRAMS[2]),
         build_secs,
     })
 }
@@ -235,7 +248,7 @@ fn build(pkgs: &Packages, files: &[(String, Vec<u8>)], dir: &Path) -> Result<()>
             .arg(SERVER_PKG),
     )?;
     std::fs::create_dir_all(dir)?;
-    std::fs::rename(&output, dir.join("kube-apiserver"))?;
+    std::fs::rename(&output, dir.join(PROGRAMS[0]))?;
     let _ = std::fs::remove_dir_all(&work);
     remove_older_builds(dir);
     Ok(())

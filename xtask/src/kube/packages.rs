@@ -101,6 +101,15 @@ pub fn ensure() -> Result<Packages> {
     Ok(Packages { dir })
 }
 
+/// Frees the disk the packages take once what was built from them is cached.
+pub fn remove() {
+    let dir = dir();
+    if dir.exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_file(dir.with_extension("log"));
+    }
+}
+
 fn fetch(dir: &Path) -> Result<()> {
     let apt = dir.join("apt");
     for sub in ["lists/partial", "cache/archives/partial", "debs"] {
