@@ -86,7 +86,10 @@ struct Figures {
 async fn run(quick: bool) {
     let rounds = if quick { 2 } else { 4 };
     let fillers = if quick { 5_000 } else { 20_000 };
-    let mut env = TestEnv::with_slurm_conf("bridge-bench", "MaxJobCount=60000\n");
+    // Lines of SLURM_BENCH_SLURM_CONF (e.g. `SchedulerParameters=…`) go into slurm.conf too.
+    let extra = std::env::var("SLURM_BENCH_SLURM_CONF").unwrap_or_default();
+    let conf = format!("MaxJobCount=60000\n{}\n", extra.replace("\\n", "\n"));
+    let mut env = TestEnv::with_slurm_conf("bridge-bench", &conf);
     let slurm = env.slurm();
     env.label_nodes();
     env.start_bridge_logging("exclusive: false\n", "info,slurm_client::transport=debug");

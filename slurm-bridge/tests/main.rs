@@ -8,4 +8,5 @@ mod bridge;
 mod chart;
 mod gang;
 mod old_slurm;
+mod qos;
 mod workloads;

@@ -1,13 +1,18 @@
 //! Workload kinds and Slurm's side on the test ground against a real Slurm 26.05: a batch Job, a
 //! JobSet and a LeaderWorkerSet group each become one job with the fields of their root
 //! object's annotations; a job Slurm refuses is reported on its pod and retried with back-off;
-//! a slurmctld restart leaves running pods and their jobs alone.
+//! a Slurm node deleted and a reconfigure, then a slurmctld restart, leave running pods and their
+//! jobs alone.
 
 use crate::common;
 
 use std::time::Duration;
 
-use common::{IMAGE, SCHEDULER, TestEnv, eventually, external_nodes, ground, install_crd};
+use std::collections::BTreeSet;
+
+use common::{
+    EXTERNAL, IMAGE, SCHEDULER, TestEnv, eventually, external_nodes, ground, install_crd,
+};
 use slurm_client::JobState;
 
 const JOB_ID: &str = "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}";
@@ -194,6 +199,40 @@ spec:
         env.bridge_log()
     );
     assert_eq!(env.get("pod/lost", "{.spec.nodeName}"), "");
+
+    // A node leaves Slurm (its external-node label goes, so the bridge deletes its Slurm node)
+    // and slurmctld reconfigures: the jobs on the other nodes stay (Slinky's #43 lost them all).
+    let busy: BTreeSet<String> = [train.as_str(), js_pod.as_str(), "lws-0", "lws-0-1"]
+        .iter()
+        .map(|p| env.get(&format!("pod/{p}"), "{.spec.nodeName}"))
+        .collect();
+    let gone = env
+        .nodes
+        .iter()
+        .find(|n| !busy.contains(*n))
+        .unwrap_or_else(|| panic!("every node runs a pod ({busy:?}): none to delete"))
+        .clone();
+    ground().ok(&["label", "node", &gone, &format!("{EXTERNAL}-")]);
+    eventually(
+        &format!("Slurm node {gone} deleted"),
+        Duration::from_secs(60),
+        || async {
+            let nodes = common::slurm_nodes(&slurm).await?;
+            nodes.iter().all(|n| n.name != gone).then_some(())
+        },
+    )
+    .await;
+    slurm.reconfigure().await.expect("scontrol reconfigure");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for id in [train_job, js_job, lws_job] {
+        let job = slurm.get_job(id).await.unwrap().into_value();
+        assert_eq!(
+            job.state,
+            JobState::Running,
+            "after the reconfigure: {job:?}"
+        );
+    }
+    env.label_nodes();
 
     // slurmctld restarts (its state kept on its volume): running pods and their jobs stay, and
     // new pods still run.

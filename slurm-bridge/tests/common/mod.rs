@@ -46,6 +46,23 @@ impl TestEnv {
 
     /// [`new`](Self::new), with `extra` lines appended to slurm.conf.
     pub fn with_slurm_conf(prefix: &str, extra: &str) -> TestEnv {
+        TestEnv::setup(prefix, extra, false)
+    }
+
+    /// [`new`](Self::new), with slurmdbd (and MariaDB) enforcing associations and limits, as
+    /// sites that use QoS run it. Jobs need an association: the test makes one for its user.
+    pub fn with_accounting(prefix: &str) -> TestEnv {
+        TestEnv::setup(
+            prefix,
+            "AccountingStorageType=accounting_storage/slurmdbd\n\
+             AccountingStorageHost=slurm-accounting.NAMESPACE.svc.cluster.local\n\
+             AccountingStoragePort=6819\n\
+             AccountingStorageEnforce=associations,limits\n",
+            true,
+        )
+    }
+
+    fn setup(prefix: &str, extra: &str, accounting: bool) -> TestEnv {
         let g = ground();
         let ns = g.namespace(prefix);
         let slurm_key = random_key();
@@ -60,6 +77,24 @@ impl TestEnv {
                 &format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\nimmutable: true\ndata:\n  {key}: {value}\n"),
             );
         }
+        if accounting {
+            let manifest = std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/manifests/accounting.yaml"
+            ))
+            .unwrap()
+            .replace("NAMESPACE", &ns.name)
+            .replace("DBPASSWORD", &random_key()[..32]);
+            g.apply(&ns.name, &manifest);
+            // slurmctld enforcing associations stops at its first start without slurmdbd
+            g.wait_for(
+                &ns.name,
+                "pod/slurm-accounting-0",
+                "{.status.conditions[?(@.type==\"Ready\")].status}",
+                Duration::from_secs(180),
+                |s| s == "True",
+            );
+        }
         let manifest = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/manifests/slurm.yaml"
@@ -68,7 +103,10 @@ impl TestEnv {
         .replace("NAMESPACE", &ns.name)
         .replace(
             "    MaxNodeCount=64\n",
-            &format!("    MaxNodeCount=64\n{}", indent(extra)),
+            &format!(
+                "    MaxNodeCount=64\n{}",
+                indent(&extra.replace("NAMESPACE", &ns.name))
+            ),
         );
         g.apply(&ns.name, &manifest);
         let dir = std::env::temp_dir().join(format!("bridge-test-{}", std::process::id()));

@@ -1,0 +1,99 @@
+//! Slurm's policy over Kubernetes pods, with accounting: a QoS named by a pod's annotation
+//! becomes its job's QoS, and the QoS's limit holds the second pod back (its condition says why)
+//! until the first ends.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::{IMAGE, SCHEDULER, TestEnv, eventually, external_nodes};
+use slurm_client::{AccountSpec, QosSpec, UserSpec};
+
+const JOB_ID: &str = "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}";
+const SLURM_JOB: &str = "{.status.conditions[?(@.type==\"SlurmJob\")].message}";
+
+fn pod(name: &str, qos: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  annotations:
+    slurmjob.slinky.slurm.net/qos: {qos}
+spec:
+  schedulerName: {SCHEDULER}
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: {IMAGE}
+    command: [sleep, "3600"]
+    resources:
+      requests: {{cpu: "1", memory: 64Mi}}
+"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_qos_limit_holds_pods_back() {
+    let mut env = TestEnv::with_accounting("qos");
+    let slurm = env.slurm();
+    eventually(
+        "slurmctld to register its cluster in slurmdbd",
+        Duration::from_secs(60),
+        || async {
+            let clusters = slurm.list_clusters().await.ok()?.into_value();
+            clusters.iter().any(|c| c.name == "bridge").then_some(())
+        },
+    )
+    .await;
+    // The bridge's jobs are the token user's (`slurm`): it needs an association.
+    slurm
+        .create_account(&AccountSpec::new("kubernetes"))
+        .await
+        .expect("an account");
+    slurm
+        .create_user(&UserSpec::new("slurm", "kubernetes"))
+        .await
+        .expect("an association for the bridge's user");
+    slurm
+        .put_qos(&QosSpec::new("one-at-a-time").max_jobs_per_user(1))
+        .await
+        .expect("a QoS");
+    env.label_nodes();
+    env.start_bridge("exclusive: false\n");
+    external_nodes(&env, &slurm).await;
+
+    env.apply(&pod("first", "one-at-a-time"));
+    env.wait_for(
+        "pod/first",
+        "{.status.phase}",
+        Duration::from_secs(60),
+        |p| p == "Running",
+    );
+    let first: u32 = env.get("pod/first", JOB_ID).parse().expect("a job id");
+    let job = slurm.get_job(first).await.unwrap().into_value();
+    assert_eq!(job.qos.as_deref(), Some("one-at-a-time"), "{job:?}");
+
+    // The QoS allows one running job per user: the second waits, and says so.
+    env.apply(&pod("second", "one-at-a-time"));
+    env.wait_for("pod/second", SLURM_JOB, Duration::from_secs(60), |m| {
+        m.contains("QOSMaxJobsPerUserLimit")
+    });
+    assert_eq!(env.get("pod/second", "{.spec.nodeName}"), "", "not bound");
+
+    env.ground_delete("pod/first");
+    env.wait_for(
+        "pod/second",
+        "{.status.phase}",
+        Duration::from_secs(90),
+        |p| p == "Running",
+    );
+    let second: u32 = env.get("pod/second", JOB_ID).parse().expect("a job id");
+    eventually("the first job to end", Duration::from_secs(30), || async {
+        let job = slurm.get_job(first).await.ok()?.into_value();
+        job.state.is_finished().then_some(())
+    })
+    .await;
+    let job = slurm.get_job(second).await.unwrap().into_value();
+    assert_eq!(job.qos.as_deref(), Some("one-at-a-time"), "{job:?}");
+}
