@@ -1,5 +1,6 @@
 //! End to end on the test ground, against real Slurm 26.05 daemons in pods: Slinky-style
-//! manifests (Controller + RestApi + NodeSet of 3 + Token) become a working cluster, and the
+//! manifests (Controller + RestApi + NodeSet of 3 + Token) become a working cluster whose Slurm
+//! nodes' comments name their pods, and the
 //! NodeSet's scale-in drains before it deletes, keeps busy nodes, leaves an admin's drain alone
 //! and keeps every pod while Slurm cannot be asked.
 
@@ -54,6 +55,21 @@ async fn slinky_manifests_make_a_working_cluster_that_scales_in_safely() {
     for n in &names {
         wait_node(&client, n, "idle", |n| {
             n.state.as_str() == "IDLE" && !n.is_drain()
+        })
+        .await;
+    }
+
+    // Each Slurm node's comment names its pod, as Slinky writes it.
+    let uid = ground().get(env.name(), &format!("nodeset/{NODESET}"), "{.metadata.uid}");
+    for (i, n) in names.iter().enumerate() {
+        let pod = format!("{NODESET}-{i}");
+        let k8s_node = ground().get(env.name(), &format!("pod/{pod}"), "{.spec.nodeName}");
+        let want = format!(
+            r#"{{"namespace":"{}","podName":"{pod}","node":"{k8s_node}","nodeSetName":"{NODESET}","nodeSetUID":"{uid}"}}"#,
+            env.name()
+        );
+        wait_node(&client, n, "commented with its pod", |n| {
+            n.comment.as_deref() == Some(want.as_str())
         })
         .await;
     }

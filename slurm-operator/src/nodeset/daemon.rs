@@ -342,6 +342,7 @@ mod tests {
         NodeSetView {
             namespace: "slurm".into(),
             name: "gpu".into(),
+            uid: "uid-gpu".into(),
             replicas: 99, // ignored in DaemonSet mode
             ordinal_padding: 0,
             min_ready_seconds: 0,

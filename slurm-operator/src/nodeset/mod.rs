@@ -1,7 +1,8 @@
 //! NodeSet decisions (StatefulSet scaling mode; DaemonSet mode in [`daemon`]), as pure
 //! functions of what the reconciler observed: which pods to create, which to drain and then
 //! delete, cordon sync between Kubernetes nodes and Slurm drains, `SlurmNodeState*` pod
-//! conditions, the `pod-protect` label, `pod-deadline` and the status counters. Nothing here
+//! conditions, the `pod-protect` label, `pod-deadline`, the Slurm node comments and the status
+//! counters. Nothing here
 //! talks to the API server or to Slurm; [`plan::plan`] returns a [`Plan`] that the reconciler
 //! applies.
 //!
@@ -17,6 +18,7 @@ pub mod deadline;
 pub mod drain;
 pub mod history;
 pub mod plan;
+pub mod pod_info;
 pub mod scheduled;
 pub mod status;
 pub mod update;

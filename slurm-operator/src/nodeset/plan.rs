@@ -17,6 +17,7 @@ use super::cordon::{self, CordonSync};
 use super::daemon::{DaemonPodToCreate, DaemonScaling};
 use super::deadline;
 use super::drain::{Drain, ExistingReason, Undrain, drain};
+use super::pod_info::{NodeComment, comment_change};
 use super::scheduled;
 use super::status::{NodeSetCounters, replica_counts, slurm_counts};
 use super::update::rolling_update_victims;
@@ -116,6 +117,8 @@ pub struct Plan {
     pub drain: Vec<Drain>,
     pub undrain: Vec<Undrain>,
     pub protect: Vec<ProtectChange>,
+    /// Slurm node comments naming their pod (Slinky's pod info).
+    pub comments: Vec<NodeComment>,
     /// Pods not listed keep their conditions (the Slurm listing failed).
     pub conditions: Vec<PodConditions>,
     /// Condemned pods waiting for their Slurm node to drain and go idle.
@@ -310,6 +313,9 @@ pub(crate) fn plan_with(
                     pod: pod.name.clone(),
                     conditions: slurm_conditions(node),
                 });
+                if let Some(node) = node.filter(|_| pod.is_assigned()) {
+                    plan.comments.extend(comment_change(ns, pod, node));
+                }
             }
             SlurmView::NotConfigured => plan.conditions.push(PodConditions {
                 pod: pod.name.clone(),

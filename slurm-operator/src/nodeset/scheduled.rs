@@ -435,6 +435,7 @@ mod tests {
         let ns = NodeSetView {
             namespace: "slurm".into(),
             name: "gpu".into(),
+            uid: "uid-gpu".into(),
             replicas: 3,
             ordinal_padding: 0,
             min_ready_seconds: 0,

@@ -22,10 +22,11 @@ fn now() -> Timestamp {
     t(10_000)
 }
 
-fn nodeset(replicas: u32) -> NodeSetView {
+pub(super) fn nodeset(replicas: u32) -> NodeSetView {
     NodeSetView {
         namespace: "slurm".into(),
         name: "gpu".into(),
+        uid: "uid-gpu".into(),
         replicas,
         ordinal_padding: 0,
         min_ready_seconds: 0,
@@ -1282,4 +1283,35 @@ fn one_slurm_action_per_node() {
         }]
     );
     assert_eq!(p.undrain, Vec::<Undrain>::new());
+}
+
+#[test]
+fn slurm_node_comments_name_their_pod_once() {
+    let ns = nodeset(3);
+    let mut unassigned = pod(2);
+    unassigned.k8s_node = None;
+    let pods = [pod(0), pod(1), unassigned];
+    let mut commented = idle("gpu-1");
+    commented.comment = Some(
+        r#"{"namespace":"slurm","podName":"gpu-1","node":"k1","nodeSetName":"gpu","nodeSetUID":"uid-gpu"}"#
+            .into(),
+    );
+    let nodes = map(vec![idle("gpu-0"), commented, idle("gpu-2")]);
+    let p = run(&ns, &pods, SlurmView::Nodes(&nodes));
+    let written: Vec<(&str, &str)> = p
+        .comments
+        .iter()
+        .map(|c| (c.node.as_str(), c.comment.as_str()))
+        .collect();
+    assert_eq!(
+        written,
+        [(
+            "gpu-0",
+            r#"{"namespace":"slurm","podName":"gpu-0","node":"k0","nodeSetName":"gpu","nodeSetUID":"uid-gpu"}"#
+        )],
+        "gpu-1 says so already; gpu-2's pod has no Kubernetes node yet"
+    );
+    for slurm in [SlurmView::Unavailable, SlurmView::NotConfigured] {
+        assert!(run(&ns, &pods, slurm).comments.is_empty());
+    }
 }

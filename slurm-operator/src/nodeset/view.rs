@@ -11,6 +11,8 @@ use slurm_client::model::Node;
 pub struct NodeSetView {
     pub namespace: String,
     pub name: String,
+    /// `metadata.uid`, written into the Slurm node comments (see [`super::pod_info`]).
+    pub uid: String,
     /// `spec.replicas` (default 1).
     pub replicas: u32,
     /// `spec.ordinalPadding`: ordinals are zero-padded to this width in pod names.

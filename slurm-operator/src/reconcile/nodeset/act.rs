@@ -1,5 +1,5 @@
 //! Applies a NodeSet [`Plan`]: the cluster's worker Service and PDB, pod annotations, Slurm
-//! drains and undrains, pod creates and deletes, labels, pod conditions and status — in that
+//! drains and undrains, Slurm node comments, pod creates and deletes, labels, pod conditions and status — in that
 //! order, each write only when something changes.
 //!
 //! A delete is checked once more against a fresh read of the Slurm node right before it is
@@ -112,6 +112,22 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
             let r = slurm.update_node(&u.node, &update).await;
             ctx.metrics.slurm_call(operation, &r);
             keep(r.map(drop).map_err(Error::from));
+        }
+        for c in &plan.comments {
+            let update = NodeUpdate {
+                comment: Some(c.comment.clone()),
+                ..NodeUpdate::default()
+            };
+            let r = slurm.update_node(&c.node, &update).await;
+            ctx.metrics.slurm_call("comment_node", &r);
+            match r {
+                Ok(_) => {
+                    tracing::info!(node = %c.node, comment = %c.comment, "Slurm node comment set to its pod")
+                }
+                // deleted since the listing: the next pass sees it gone
+                Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => {}
+                Err(e) => keep(Err(e.into())),
+            }
         }
     }
 

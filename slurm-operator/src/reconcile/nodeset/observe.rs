@@ -37,6 +37,7 @@ pub fn nodeset_view(nodeset: &NodeSet, update_revision: &str) -> NodeSetView {
     NodeSetView {
         namespace: nodeset.namespace().unwrap_or_default(),
         name: nodeset.name_any(),
+        uid: nodeset.uid().unwrap_or_default(),
         replicas: spec.replicas().max(0) as u32,
         ordinal_padding: spec.ordinal_padding,
         min_ready_seconds: spec.min_ready_seconds.max(0) as u32,
