@@ -7,9 +7,10 @@
 //! cluster's. A change of state, reason or nodes wakes the workloads of the job's pods.
 //!
 //! Pending jobs are watched through their states alone (`GET …/jobs/state/`, about 80 bytes a
-//! job, for all of them in one request) every 100 ms, or every millisecond per job when there
-//! are more than a hundred: Slurm starts placeholder jobs on its scheduler's passes, and a start
-//! is seen within a tick of it. A job whose state moved is read whole at once. Besides that,
+//! job, for all of them in one request): every 25 ms while one of them was submitted less than
+//! 5 s ago (Slurm starts most jobs on its next scheduling pass, within a second of their
+//! submission), else every 100 ms; at least a millisecond per job. A start is seen within a
+//! poll of it, and a job whose state moved is read whole at once. Besides that,
 //! each job is read on its own schedule: at once when it is new or has just changed, then, when
 //! it runs, after 100 ms, 200 ms, … up to the follow period; a pending one after a period (its
 //! pending reason shows that late at worst).
@@ -36,18 +37,33 @@ pub struct Entry {
     /// When to read it next, and the wait after that read if it finds no change.
     next_read: Instant,
     wait: Duration,
+    /// When the book got it.
+    added: Instant,
 }
 
 /// The first wait after a job is new or changed; doubled up to the follow period.
 const FIRST_WAIT: Duration = Duration::from_millis(100);
 
+/// How often the pending jobs' states are polled while one of them is fresh: new in the book
+/// for less than [`FRESH_FOR`].
+const FRESH_POLL: Duration = Duration::from_millis(25);
+const FRESH_FOR: Duration = Duration::from_secs(5);
+
+/// The wait before the next poll of `pending` jobs' states.
+fn state_poll_period(pending: usize, any_fresh: bool) -> Duration {
+    let base = if any_fresh { FRESH_POLL } else { FIRST_WAIT };
+    base.max(Duration::from_millis(pending as u64))
+}
+
 impl Entry {
     fn new(pods: Vec<String>, seen: Seen) -> Entry {
+        let now = Instant::now();
         Entry {
             pods,
             seen,
-            next_read: Instant::now(),
+            next_read: now,
             wait: FIRST_WAIT,
+            added: now,
         }
     }
 }
@@ -183,17 +199,19 @@ impl JobBook {
         due
     }
 
-    /// The jobs last seen pending.
-    pub fn pending(&self) -> Vec<u32> {
+    /// The jobs last seen pending, and whether one of them is fresh (see [`FRESH_FOR`]).
+    pub fn pending(&self, now: Instant) -> (Vec<u32>, bool) {
         let inner = self.inner.lock().expect("not poisoned");
+        let mut fresh = false;
         let mut ids: Vec<u32> = inner
             .jobs
             .iter()
             .filter(|(_, e)| matches!(&e.seen, Seen::Job(job) if job.state == JobState::Pending))
+            .inspect(|(_, e)| fresh |= now.saturating_duration_since(e.added) < FRESH_FOR)
             .map(|(id, _)| *id)
             .collect();
         ids.sort_unstable();
-        ids
+        (ids, fresh)
     }
 
     /// Makes each job of `asked` whose state in `states` is no longer pending (or that Slurm no
@@ -318,18 +336,18 @@ pub async fn follow(
     metrics: Arc<crate::metrics::Metrics>,
 ) {
     book.inner.lock().expect("not poisoned").period = every;
-    let mut tick = tokio::time::interval(FIRST_WAIT.min(every));
+    let mut tick = tokio::time::interval(FRESH_POLL.min(every));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tidied = Instant::now();
     let mut next_state_poll = Instant::now();
     loop {
         tick.tick().await;
-        let pending = book.pending();
+        let (pending, fresh) = book.pending(Instant::now());
         if !pending.is_empty() && Instant::now() >= next_state_poll {
             // A failed poll (slurmrestd away) waits a whole period, as a failed read does.
             next_state_poll = Instant::now()
                 + if poll_states(&book, &client, &pending, &metrics).await {
-                    FIRST_WAIT.max(Duration::from_millis(pending.len() as u64))
+                    state_poll_period(pending.len(), fresh)
                 } else {
                     every
                 };
@@ -462,6 +480,20 @@ mod tests {
     }
 
     #[test]
+    fn fresh_pending_jobs_are_polled_more_often() {
+        assert_eq!(state_poll_period(3, true), Duration::from_millis(25));
+        assert_eq!(state_poll_period(3, false), Duration::from_millis(100));
+        assert_eq!(state_poll_period(400, true), Duration::from_millis(400));
+        let book = JobBook::default();
+        let mut job = Job::default();
+        job.state = JobState::Pending;
+        book.insert(7, vec![], Seen::Job(Box::new(job)));
+        let now = Instant::now();
+        assert_eq!(book.pending(now), (vec![7], true));
+        assert_eq!(book.pending(now + FRESH_FOR), (vec![7], false));
+    }
+
+    #[test]
     fn a_pending_job_whose_state_moved_is_due_at_once() {
         let book = JobBook::default();
         let pending = || {
@@ -482,7 +514,7 @@ mod tests {
                 .unwrap()
                 .next_read = later;
         }
-        assert_eq!(book.pending(), [1, 2, 3]);
+        assert_eq!(book.pending(Instant::now()).0, [1, 2, 3]);
         let status = |id, state| {
             let mut s = JobStatus::default();
             s.id = id;

@@ -1,6 +1,7 @@
-//! Slurm's policy over Kubernetes pods, with accounting: a QoS named by a pod's annotation
-//! becomes its job's QoS, and the QoS's limit holds the second pod back (its condition says why)
-//! until the first ends.
+//! Slurm's policy over Kubernetes pods, with accounting: the account and QoS named by a pod's
+//! annotations become its job's, the QoS's limit holds the second pod back (its condition says
+//! why) until the first ends, and an account Slurm does not know is reported on the pod and
+//! retried with back-off, not in a loop.
 
 use crate::common;
 
@@ -12,13 +13,14 @@ use slurm_client::{AccountSpec, QosSpec, UserSpec};
 const JOB_ID: &str = "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}";
 const SLURM_JOB: &str = "{.status.conditions[?(@.type==\"SlurmJob\")].message}";
 
-fn pod(name: &str, qos: &str) -> String {
+fn pod(name: &str, account: &str, qos: &str) -> String {
     format!(
         r#"apiVersion: v1
 kind: Pod
 metadata:
   name: {name}
   annotations:
+    slurmjob.slinky.slurm.net/account: {account}
     slurmjob.slinky.slurm.net/qos: {qos}
 spec:
   schedulerName: {SCHEDULER}
@@ -63,7 +65,7 @@ async fn a_qos_limit_holds_pods_back() {
     env.start_bridge("exclusive: false\n");
     external_nodes(&env, &slurm).await;
 
-    env.apply(&pod("first", "one-at-a-time"));
+    env.apply(&pod("first", "kubernetes", "one-at-a-time"));
     env.wait_for(
         "pod/first",
         "{.status.phase}",
@@ -73,9 +75,10 @@ async fn a_qos_limit_holds_pods_back() {
     let first: u32 = env.get("pod/first", JOB_ID).parse().expect("a job id");
     let job = slurm.get_job(first).await.unwrap().into_value();
     assert_eq!(job.qos.as_deref(), Some("one-at-a-time"), "{job:?}");
+    assert_eq!(job.account.as_deref(), Some("kubernetes"), "{job:?}");
 
     // The QoS allows one running job per user: the second waits, and says so.
-    env.apply(&pod("second", "one-at-a-time"));
+    env.apply(&pod("second", "kubernetes", "one-at-a-time"));
     env.wait_for("pod/second", SLURM_JOB, Duration::from_secs(60), |m| {
         m.contains("QOSMaxJobsPerUserLimit")
     });
@@ -96,4 +99,26 @@ async fn a_qos_limit_holds_pods_back() {
     .await;
     let job = slurm.get_job(second).await.unwrap().into_value();
     assert_eq!(job.qos.as_deref(), Some("one-at-a-time"), "{job:?}");
+
+    // An account Slurm does not know: the pod says so, and the bridge backs off.
+    env.apply(&pod("stray", "no-such-account", "normal"));
+    let message = env.wait_for("pod/stray", SLURM_JOB, Duration::from_secs(60), |m| {
+        m.starts_with("Slurm refused the job")
+    });
+    assert!(
+        message.to_lowercase().contains("account"),
+        "the refusal names what Slurm refused: {message}"
+    );
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let attempts = env
+        .bridge_log()
+        .lines()
+        .filter(|l| l.contains("workload failed") && l.contains("/stray"))
+        .count();
+    assert!(
+        (1..=5).contains(&attempts),
+        "{attempts} refused submissions in ~10 s:\n{}",
+        env.bridge_log()
+    );
+    assert_eq!(env.get("pod/stray", "{.spec.nodeName}"), "", "not bound");
 }
