@@ -140,13 +140,16 @@ impl JobBook {
         Ok(book)
     }
 
-    /// Records a job (just submitted, or named by a pod's label).
+    /// Records a job that its caller reads itself (just listed, or just submitted and read at
+    /// once): the follower's first read comes a [`FIRST_WAIT`] later, not a second read now.
     pub fn insert(&self, id: u32, pods: Vec<String>, seen: Seen) {
+        let mut entry = Entry::new(pods, seen);
+        entry.next_read += FIRST_WAIT;
         self.inner
             .lock()
             .expect("not poisoned")
             .jobs
-            .insert(id, Entry::new(pods, seen));
+            .insert(id, entry);
     }
 
     /// Starts following a job a pod names that the book does not know (read on the next poll).
@@ -536,12 +539,17 @@ mod tests {
     }
 
     #[test]
-    fn a_new_job_is_due_at_once_and_an_ended_one_never() {
+    fn a_tracked_job_is_due_at_once_an_inserted_one_later_and_an_ended_one_never() {
         let book = JobBook::default();
-        book.insert(1, vec!["ns/a".into()], Seen::Unread);
+        book.track(1);
         book.insert(2, vec![], Seen::Missing);
+        book.insert(3, vec!["ns/c".into()], Seen::Unread);
         let now = Instant::now();
-        assert_eq!(book.due(now), [(1, vec!["ns/a".to_string()])]);
+        assert_eq!(book.due(now), [(1, vec![])]);
+        assert_eq!(
+            book.due(now + FIRST_WAIT),
+            [(1, vec![]), (3, vec!["ns/c".to_string()])]
+        );
         book.inner
             .lock()
             .unwrap()
@@ -550,7 +558,7 @@ mod tests {
             .unwrap()
             .next_read = now + FIRST_WAIT;
         assert!(book.due(now).is_empty());
-        assert_eq!(book.due(now + FIRST_WAIT).len(), 1);
+        assert_eq!(book.due(now + FIRST_WAIT).len(), 2);
     }
 
     #[test]

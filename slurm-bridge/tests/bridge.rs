@@ -8,29 +8,8 @@ use crate::common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::{IMAGE, SCHEDULER, TestEnv, eventually, external_nodes};
+use common::{TestEnv, eventually, external_nodes, pod};
 use slurm_client::{JobQuery, JobState};
-
-fn pod(name: &str, annotations: &str, node_selector: &str) -> String {
-    format!(
-        r#"apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}
-  annotations: {{{annotations}}}
-spec:
-  schedulerName: {SCHEDULER}
-  terminationGracePeriodSeconds: 1
-  nodeSelector: {{{node_selector}}}
-  containers:
-  - name: main
-    image: {IMAGE}
-    command: [sleep, "3600"]
-    resources:
-      requests: {{cpu: "1", memory: 64Mi}}
-"#
-    )
-}
 
 /// SIGKILLs and restarts the bridge as soon as it logs `step` for a storm pod (or after 20 s).
 async fn crash_at(env: &mut TestEnv, step: &str) {

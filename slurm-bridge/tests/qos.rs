@@ -7,31 +7,19 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{IMAGE, SCHEDULER, TestEnv, eventually, external_nodes};
+use common::{TestEnv, eventually, external_nodes};
 use slurm_client::{AccountSpec, QosSpec, UserSpec};
 
 const JOB_ID: &str = "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}";
 const SLURM_JOB: &str = "{.status.conditions[?(@.type==\"SlurmJob\")].message}";
 
 fn pod(name: &str, account: &str, qos: &str) -> String {
-    format!(
-        r#"apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}
-  annotations:
-    slurmjob.slinky.slurm.net/account: {account}
-    slurmjob.slinky.slurm.net/qos: {qos}
-spec:
-  schedulerName: {SCHEDULER}
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: main
-    image: {IMAGE}
-    command: [sleep, "3600"]
-    resources:
-      requests: {{cpu: "1", memory: 64Mi}}
-"#
+    common::pod(
+        name,
+        &format!(
+            "slurmjob.slinky.slurm.net/account: {account}, slurmjob.slinky.slurm.net/qos: {qos}"
+        ),
+        "",
     )
 }
 
@@ -102,23 +90,6 @@ async fn a_qos_limit_holds_pods_back() {
 
     // An account Slurm does not know: the pod says so, and the bridge backs off.
     env.apply(&pod("stray", "no-such-account", "normal"));
-    let message = env.wait_for("pod/stray", SLURM_JOB, Duration::from_secs(60), |m| {
-        m.starts_with("Slurm refused the job")
-    });
-    assert!(
-        message.to_lowercase().contains("account"),
-        "the refusal names what Slurm refused: {message}"
-    );
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    let attempts = env
-        .bridge_log()
-        .lines()
-        .filter(|l| l.contains("workload failed") && l.contains("/stray"))
-        .count();
-    assert!(
-        (1..=5).contains(&attempts),
-        "{attempts} refused submissions in ~10 s:\n{}",
-        env.bridge_log()
-    );
-    assert_eq!(env.get("pod/stray", "{.spec.nodeName}"), "", "not bound");
+    common::assert_refused_with_back_off(&env, "stray", "account", Duration::from_secs(10), 1..=5)
+        .await;
 }

@@ -177,28 +177,8 @@ spec:
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: lost\n  annotations: {{slurmjob.slinky.slurm.net/partition: nowhere}}\nspec:\n{}",
         pod_spec(2)
     ));
-    let message = env.wait_for(
-        "pod/lost",
-        "{.status.conditions[?(@.type==\"SlurmJob\")].message}",
-        Duration::from_secs(30),
-        |m| m.starts_with("Slurm refused the job"),
-    );
-    assert!(
-        message.to_lowercase().contains("partition"),
-        "the refusal names what Slurm refused: {message}"
-    );
-    tokio::time::sleep(Duration::from_secs(15)).await;
-    let attempts = env
-        .bridge_log()
-        .lines()
-        .filter(|l| l.contains("workload failed") && l.contains("/lost"))
-        .count();
-    assert!(
-        (2..=7).contains(&attempts),
-        "{attempts} submissions of a refused job in ~15 s:\n{}",
-        env.bridge_log()
-    );
-    assert_eq!(env.get("pod/lost", "{.spec.nodeName}"), "");
+    common::assert_refused_with_back_off(&env, "lost", "partition", Duration::from_secs(15), 2..=7)
+        .await;
 
     // A node leaves Slurm (its external-node label goes, so the bridge deletes its Slurm node)
     // and slurmctld reconfigures: the jobs on the other nodes stay (Slinky's #43 lost them all).

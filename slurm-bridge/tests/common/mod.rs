@@ -414,3 +414,68 @@ impl TestEnv {
         );
     }
 }
+
+/// A bare pod for the bridge: 1 CPU, 64 MiB, sleeping; `annotations` and `node_selector` are
+/// flow-mapping entries (`k: v, k2: v2`).
+pub fn pod(name: &str, annotations: &str, node_selector: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  annotations: {{{annotations}}}
+spec:
+  schedulerName: {SCHEDULER}
+  terminationGracePeriodSeconds: 1
+  nodeSelector: {{{node_selector}}}
+  containers:
+  - name: main
+    image: {IMAGE}
+    command: [sleep, "3600"]
+    resources:
+      requests: {{cpu: "1", memory: 64Mi}}
+"#
+    )
+}
+
+/// How many times the bridge's log says a submission of `pod`'s workload failed.
+pub fn refusals(env: &TestEnv, pod: &str) -> usize {
+    env.bridge_log()
+        .lines()
+        .filter(|l| l.contains("workload failed") && l.contains(&format!("/{pod}")))
+        .count()
+}
+
+/// Waits until Slurm's refusal of `pod`'s job is on the pod (its `SlurmJob` condition), checks
+/// that the message names `word`, and that the bridge retried within `range` times over
+/// `window`: with back-off, not in a loop.
+pub async fn assert_refused_with_back_off(
+    env: &TestEnv,
+    pod: &str,
+    word: &str,
+    window: Duration,
+    range: std::ops::RangeInclusive<usize>,
+) {
+    let message = env.wait_for(
+        &format!("pod/{pod}"),
+        "{.status.conditions[?(@.type==\"SlurmJob\")].message}",
+        Duration::from_secs(60),
+        |m| m.starts_with("Slurm refused the job"),
+    );
+    assert!(
+        message.to_lowercase().contains(word),
+        "the refusal names what Slurm refused ({word}): {message}"
+    );
+    tokio::time::sleep(window).await;
+    let attempts = refusals(env, pod);
+    assert!(
+        range.contains(&attempts),
+        "{attempts} submissions of {pod}'s refused job in {window:?}:\n{}",
+        env.bridge_log()
+    );
+    assert_eq!(
+        env.get(&format!("pod/{pod}"), "{.spec.nodeName}"),
+        "",
+        "{pod} is not bound"
+    );
+}
