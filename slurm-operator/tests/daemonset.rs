@@ -1,7 +1,10 @@
 //! NodeSet `scalingMode: DaemonSet` end to end on the test ground: the main manifest with its
 //! NodeSet switched to DaemonSet mode makes one worker per Kubernetes node, named after the
 //! node in Slurm; a nodeSelector that leaves a node out drains its worker in Slurm before the
-//! pod is deleted; a cordoned node keeps its worker, drained through the cordon sync.
+//! pod is deleted; a cordoned node keeps its worker, drained through the cordon sync; with
+//! `pruneSlurmNodeRecords: NodeNotFound`, the Slurm record a renamed node's worker left behind
+//! is deleted once slurmctld calls it down and not responding, and the record of a node that is
+//! merely no longer selected is kept.
 //!
 //! The nodes are shared with other tests: the label key is this test's own and every label
 //! and cordon is removed when the test ends, failed or not.
@@ -18,25 +21,43 @@ const NODESET: &str = "slurm-worker-slinky";
 const NODES: [&str; 3] = ["node-1", "node-2", "node-3"];
 const LIMIT: Duration = Duration::from_secs(180);
 
-/// `cluster.yaml` with the NodeSet in DaemonSet mode, and OnDelete so that the nodeSelector
-/// change below does not also roll the pods.
+/// `cluster.yaml` with the NodeSet in DaemonSet mode pruning defunct node records, OnDelete so
+/// that the nodeSelector change below does not also roll the pods, and slurmctld calling a
+/// silent slurmd not responding after 10 s instead of 300.
 fn manifest() -> String {
     let yaml = common::manifest("cluster.yaml");
-    for needle in ["scalingMode: StatefulSet", "type: RollingUpdate"] {
+    let conf = "    PartitionName=all Nodes=ALL";
+    let prune = "pruneSlurmNodeRecords: Never";
+    for needle in [
+        "scalingMode: StatefulSet",
+        "type: RollingUpdate",
+        conf,
+        prune,
+    ] {
         assert_eq!(yaml.matches(needle).count(), 1, "cluster.yaml: {needle}");
     }
     yaml.replace("scalingMode: StatefulSet", "scalingMode: DaemonSet")
+        .replace(prune, "pruneSlurmNodeRecords: NodeNotFound")
         .replace("type: RollingUpdate", "type: OnDelete")
+        .replace(conf, &format!("    SlurmdTimeout=10\n{conf}"))
 }
 
-/// Removes this test's node label and uncordons what it cordoned, also on failure.
+/// Removes this test's node label and hostname overrides and uncordons what it cordoned, also
+/// on failure.
 struct NodeGuard {
     label: String,
     cordoned: Vec<&'static str>,
+    renamed: Vec<&'static str>,
 }
+
+const HOSTNAME_OVERRIDE: &str = "nodeset.slinky.slurm.net/hostname-override";
 
 impl Drop for NodeGuard {
     fn drop(&mut self) {
+        for node in &self.renamed {
+            let unset = format!("{HOSTNAME_OVERRIDE}-");
+            let _ = ground().kubectl(&["annotate", "node", node, &unset], None);
+        }
         for node in &self.cordoned {
             let _ = ground().kubectl(&["uncordon", node], None);
         }
@@ -110,6 +131,7 @@ async fn daemonset_mode_follows_the_nodes_and_drains_before_delete() {
     let mut guard = NodeGuard {
         label: format!("test.slurm-rs.dev/{}", env.name()),
         cordoned: Vec::new(),
+        renamed: Vec::new(),
     };
     env.start_operator(&["--slurm-poll", "1s"]);
     ground().apply(env.name(), &manifest());
@@ -205,5 +227,51 @@ async fn daemonset_mode_follows_the_nodes_and_drains_before_delete() {
     guard.cordoned.clear();
     wait_node(&client, "node-1", "undrained", |n| !n.is_drain()).await;
     assert_eq!(pods(&env), after);
+
+    // node-2 is renamed in Slurm: its worker is replaced by one with the new hostname, and the
+    // old record, once down and not responding, is pruned. node-3's record stays: node-3 still
+    // exists and would give a worker the same name.
+    guard.renamed.push("node-2");
+    ground().ok(&[
+        "annotate",
+        "node",
+        "node-2",
+        &format!("{HOSTNAME_OVERRIDE}=renamed-2"),
+    ]);
+    let deadline = Instant::now() + LIMIT;
+    while !pods(&env)
+        .iter()
+        .any(|(_, node, host)| node == "node-2" && host == "renamed-2")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no renamed-2 worker: {:?}",
+            pods(&env)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        match client.get_node("node-2").await {
+            Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => break,
+            other => assert!(
+                Instant::now() < deadline,
+                "Slurm node node-2 still there: {other:?}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let pruned = events(&env, "DefunctSlurmNodePruned");
+    assert!(
+        pruned
+            .iter()
+            .any(|n| n.starts_with("deleted Slurm node node-2: ")),
+        "{pruned:?}"
+    );
+    assert!(
+        client.get_node("node-3").await.is_ok(),
+        "node-3's record is kept"
+    );
+    assert!(pruned.iter().all(|n| !n.contains("node-3")), "{pruned:?}");
     eprintln!("daemonset test took {:?}", started.elapsed());
 }

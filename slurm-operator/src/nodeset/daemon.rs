@@ -18,7 +18,8 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, Taint, Toleration};
 
 use super::plan::{DeleteReason, Plan, PlanInput, Scaling, plan_with};
-use super::view::{PodPhase, PodView};
+use super::prune::defunct_nodes;
+use super::view::{PodPhase, PodView, SlurmView};
 
 /// The well-known node label holding the node's hostname.
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
@@ -225,6 +226,8 @@ pub struct DaemonInput<'a> {
     /// ScheduledUpdate: the maintenance reservation that exists in Slurm (see
     /// [`super::plan_scheduled`]).
     pub reservation: Option<&'a str>,
+    /// `pruneSlurmNodeRecords: NodeNotFound`.
+    pub prune_node_records: bool,
 }
 
 /// The per-node decisions.
@@ -317,7 +320,11 @@ pub fn daemon_plan(input: &DaemonInput<'_>) -> Plan {
         nodeset: &view,
         ..input.plan
     };
-    plan_with(&base, input.reservation, Scaling::Daemon(&scaling))
+    let mut plan = plan_with(&base, input.reservation, Scaling::Daemon(&scaling));
+    if let (true, SlurmView::Nodes(nodes)) = (input.prune_node_records, input.plan.slurm) {
+        plan.prune = defunct_nodes(&view, input.plan.pods, nodes, input.nodes);
+    }
+    plan
 }
 
 #[cfg(test)]
@@ -422,6 +429,7 @@ mod tests {
             placement,
             pod_nodes: &pod_nodes,
             reservation: None,
+            prune_node_records: false,
         })
     }
 
@@ -1022,6 +1030,7 @@ mod tests {
             placement: &placement,
             pod_nodes: &pod_nodes,
             reservation: None,
+            prune_node_records: false,
         });
         assert_eq!(p.delete.len(), 1, "{p:?}");
         assert_eq!(p.delete[0].reason, DeleteReason::Update);

@@ -19,6 +19,7 @@ pub mod drain;
 pub mod history;
 pub mod plan;
 pub mod pod_info;
+pub mod prune;
 pub mod scheduled;
 pub mod status;
 pub mod update;

@@ -119,6 +119,8 @@ pub struct Plan {
     pub protect: Vec<ProtectChange>,
     /// Slurm node comments naming their pod (Slinky's pod info).
     pub comments: Vec<NodeComment>,
+    /// Defunct Slurm node records to delete (`pruneSlurmNodeRecords`, see [`super::prune`]).
+    pub prune: Vec<String>,
     /// Pods not listed keep their conditions (the Slurm listing failed).
     pub conditions: Vec<PodConditions>,
     /// Condemned pods waiting for their Slurm node to drain and go idle.

@@ -56,15 +56,19 @@ pub struct NodeComment {
 /// parsed JSON, so key order and spacing do not cause writes). A comment that is not this JSON
 /// is replaced, as Slinky does: the node is the pod's.
 pub fn comment_change(nodeset: &NodeSetView, pod: &PodView, node: &Node) -> Option<NodeComment> {
-    let wanted = PodInfo::of(nodeset, pod);
-    let current: Option<PodInfo> = node
-        .comment
-        .as_deref()
-        .and_then(|c| serde_json::from_str(c).ok());
-    (current.as_ref() != Some(&wanted)).then(|| NodeComment {
+    let wanted = PodInfo::of(nodeset, pod).to_comment();
+    (!says(node.comment.as_deref(), &wanted)).then(|| NodeComment {
         node: node.name.clone(),
-        comment: wanted.to_comment(),
+        comment: wanted,
     })
+}
+
+/// Whether a node's `current` comment already says what the comment `wanted` says.
+pub fn says(current: Option<&str>, wanted: &str) -> bool {
+    let parse = |c: &str| serde_json::from_str::<PodInfo>(c).ok();
+    current
+        .and_then(parse)
+        .is_some_and(|c| Some(c) == parse(wanted))
 }
 
 #[cfg(test)]

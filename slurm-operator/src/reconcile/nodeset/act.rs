@@ -1,5 +1,5 @@
 //! Applies a NodeSet [`Plan`]: the cluster's worker Service and PDB, pod annotations, Slurm
-//! drains and undrains, Slurm node comments, pod creates and deletes, labels, pod conditions and status — in that
+//! drains and undrains, defunct Slurm node records, Slurm node comments, pod creates and deletes, labels, pod conditions and status — in that
 //! order, each write only when something changes.
 //!
 //! A delete is checked once more against a fresh read of the Slurm node right before it is
@@ -113,7 +113,49 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
             ctx.metrics.slurm_call(operation, &r);
             keep(r.map(drop).map_err(Error::from));
         }
+        for name in &plan.prune {
+            // Only while it is still the dead record the plan saw.
+            match still_as_seen(ctx, slurm, t.seen, name).await {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    keep(Err(e));
+                    continue;
+                }
+            }
+            let r = slurm.delete_node(name).await;
+            ctx.metrics.slurm_call("delete_node", &r);
+            match r {
+                Ok(_) => {
+                    ctx.event(
+                        t.nodeset,
+                        false,
+                        "DefunctSlurmNodePruned",
+                        "Delete",
+                        format!(
+                            "deleted Slurm node {name}: down and not responding, its pod and Kubernetes node gone"
+                        ),
+                    )
+                    .await
+                }
+                Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => {}
+                Err(e) => keep(Err(e.into())),
+            }
+        }
         for c in &plan.comments {
+            // The plan's view lags the operator's own writes by a poll: ask once more.
+            let fresh = slurm.get_node(&c.node).await;
+            ctx.metrics.slurm_call("get_node", &fresh);
+            match fresh {
+                Ok(n)
+                    if !crate::nodeset::pod_info::says(n.value.comment.as_deref(), &c.comment) => {}
+                Ok(_) => continue,
+                Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    keep(Err(e.into()));
+                    continue;
+                }
+            }
             let update = NodeUpdate {
                 comment: Some(c.comment.clone()),
                 ..NodeUpdate::default()

@@ -25,6 +25,7 @@ use super::conditions::{self, Wanted};
 use super::restapi::controller_of;
 use super::{Context, Error, Scope, cluster};
 use crate::crd::NodeSet;
+use crate::crd::nodeset::PruneSlurmNodeRecords;
 use crate::nodeset::{DaemonInput, PlanInput, SlurmView, daemon_plan, plan_scheduled};
 use crate::render;
 use crate::slurm::{ClusterKey, NodeView};
@@ -176,6 +177,8 @@ async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Res
             placement: &observe::placement(&template.spec.unwrap_or_default()),
             pod_nodes: &pod_nodes,
             reservation: reserved.replace_under.as_deref(),
+            prune_node_records: nodeset.spec.prune_slurm_node_records
+                == PruneSlurmNodeRecords::NodeNotFound,
         })
     } else {
         plan_scheduled(&input, reserved.replace_under.as_deref())
