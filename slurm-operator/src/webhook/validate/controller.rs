@@ -150,6 +150,19 @@ pub fn validate_controller(
     check_config_files(&mut f, new, lookups);
     check_ha_claim(&mut f, new, old, lookups);
     warn_external_ips(&mut f, "spec.service", &spec.service);
+    // Accepted for Slinky's manifests, not acted on yet: say so rather than ignore it silently.
+    if spec.ha.enabled {
+        f.warn(
+            "spec.ha.enabled",
+            "not honoured yet by this operator: one slurmctld runs, without backup controllers",
+        );
+    }
+    if spec.metrics.service_monitor.enabled {
+        f.warn(
+            "spec.metrics.serviceMonitor.enabled",
+            "not honoured yet by this operator: no ServiceMonitor is created",
+        );
+    }
 
     for (line, key) in check_conf_lines(&mut f, "spec.extraConf", &spec.extra_conf) {
         if let Some((owned, why)) = OWNED_KEYS
@@ -419,6 +432,22 @@ mod tests {
         denied(
             &create(&with("configFileRefs: [{name: \"\"}]"), &Lookups::default()),
             "spec.configFileRefs[0].name: must not be empty",
+        );
+    }
+
+    #[test]
+    fn fields_not_honoured_yet_warn() {
+        let v = create(
+            &with("ha: {enabled: true}, metrics: {enabled: true, serviceMonitor: {enabled: true}}"),
+            &Lookups::default(),
+        );
+        assert!(v.allowed, "{v:?}");
+        assert_eq!(
+            v.warnings,
+            [
+                "spec.ha.enabled: not honoured yet by this operator: one slurmctld runs, without backup controllers",
+                "spec.metrics.serviceMonitor.enabled: not honoured yet by this operator: no ServiceMonitor is created",
+            ]
         );
     }
 

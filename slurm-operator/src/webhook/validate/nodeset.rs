@@ -10,7 +10,8 @@
 //! characters), as the API server requires of a pod's hostname; a `maxUnavailable` string must
 //! be a percentage; a duration of `0` is refused too (Slinky treats it as unset);
 //! `extraConf` keys are letters, digits or `_` and tokens hold no `'`; `partition.config` is
-//! one line (the CRD's pattern, checked again); on CREATE the referenced Controller must exist.
+//! one line (the CRD's pattern, checked again); on CREATE the referenced Controller must exist;
+//! `pinToNode: true`, which this operator does not honour yet, warns.
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -67,6 +68,13 @@ pub fn validate_nodeset(new: &NodeSet, old: Option<&NodeSet>, lookups: &Lookups)
             }
             Some(_) => {}
         }
+    }
+
+    if spec.pin_to_node {
+        f.warn(
+            "spec.pinToNode",
+            "not honoured yet by this operator: pods are placed by the Kubernetes scheduler, not pinned to the node an ordinal last ran on",
+        );
     }
 
     if spec.ssh.enabled && spec.ssh.sssd_conf_ref.name.is_empty() {
@@ -303,6 +311,15 @@ mod tests {
             );
         }
         assert!(create(&with("updateStrategy: {scheduledUpdate: {duration: 2h}}")).allowed);
+    }
+
+    #[test]
+    fn pin_to_node_warns() {
+        let v = create(&with("pinToNode: true"));
+        assert!(v.allowed, "{v:?}");
+        assert_eq!(v.warnings.len(), 1);
+        assert!(v.warnings[0].starts_with("spec.pinToNode: not honoured yet"));
+        assert!(create(&with("pinToNode: false")).warnings.is_empty());
     }
 
     #[test]
