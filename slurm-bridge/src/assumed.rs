@@ -16,12 +16,12 @@ pub struct Assumed {
 
 impl Assumed {
     /// `pod` (its UID: a pod made again under the same name is another) was bound to `node` at
-    /// `now`.
+    /// `now`. Expired entries go here too: a pod deleted before the store showed it bound is
+    /// never looked up again.
     pub fn bound(&self, pod: &str, node: &str, now: Instant) {
-        self.bound
-            .lock()
-            .expect("not poisoned")
-            .insert(pod.to_owned(), (node.to_owned(), now));
+        let mut bound = self.bound.lock().expect("not poisoned");
+        bound.retain(|_, (_, at)| now.duration_since(*at) < TTL);
+        bound.insert(pod.to_owned(), (node.to_owned(), now));
     }
 
     /// The node `pod` was bound to, if that was less than the TTL before `now`; an older entry
@@ -62,6 +62,14 @@ mod tests {
         assert_eq!(a.node_of("ns/p", t0), None);
         a.bound("ns/q", "node-2", t0);
         assert_eq!(a.node_of("ns/q", t0 + TTL), None);
+        a.bound("ns/s", "node-2", t0);
+        a.bound("ns/r", "node-3", t0 + TTL);
+        assert_eq!(
+            a.bound.lock().unwrap().len(),
+            1,
+            "ns/s, never looked up again, expired at ns/r's binding"
+        );
+        assert_eq!(a.node_of("ns/r", t0 + TTL * 2), None);
         assert!(
             a.bound.lock().unwrap().is_empty(),
             "expired entries are dropped"

@@ -220,14 +220,16 @@ impl JobBook {
     /// Makes each job of `asked` whose state in `states` is no longer pending (or that Slurm no
     /// longer lists) due for a read now; returns how many.
     pub fn states_seen(&self, asked: &[u32], states: &[JobStatus]) -> usize {
+        let still_pending: BTreeSet<u32> = states
+            .iter()
+            .filter(|s| s.component.is_none() && s.state == JobState::Pending)
+            .map(|s| s.id)
+            .collect();
         let mut inner = self.inner.lock().expect("not poisoned");
         let now = Instant::now();
         let mut moved = 0;
         for id in asked {
-            let still_pending = states
-                .iter()
-                .any(|s| s.id == *id && s.component.is_none() && s.state == JobState::Pending);
-            if still_pending {
+            if still_pending.contains(id) {
                 continue;
             }
             if let Some(entry) = inner.jobs.get_mut(id) {
@@ -345,15 +347,17 @@ pub async fn follow(
     let mut next_state_poll = Instant::now();
     loop {
         tick.tick().await;
-        let (pending, fresh) = book.pending(Instant::now());
-        if !pending.is_empty() && Instant::now() >= next_state_poll {
-            // A failed poll (slurmrestd away) waits a whole period, as a failed read does.
-            next_state_poll = Instant::now()
-                + if poll_states(&book, &client, &pending, &metrics).await {
-                    state_poll_period(pending.len(), fresh)
-                } else {
-                    every
-                };
+        if Instant::now() >= next_state_poll {
+            let (pending, fresh) = book.pending(Instant::now());
+            if !pending.is_empty() {
+                // A failed poll (slurmrestd away) waits a whole period, as a failed read does.
+                next_state_poll = Instant::now()
+                    + if poll_states(&book, &client, &pending, &metrics).await {
+                        state_poll_period(pending.len(), fresh)
+                    } else {
+                        every
+                    };
+            }
         }
         let due = book.due(Instant::now());
         // Each answer is acted on as it arrives, not when the slowest of the tick's reads is in.

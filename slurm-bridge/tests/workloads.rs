@@ -10,29 +10,14 @@ use std::time::Duration;
 
 use std::collections::BTreeSet;
 
-use common::{
-    EXTERNAL, IMAGE, SCHEDULER, TestEnv, eventually, external_nodes, ground, install_crd,
-};
+use common::{EXTERNAL, TestEnv, eventually, external_nodes, ground, install_crd};
 use slurm_client::JobState;
 
 const JOB_ID: &str = "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}";
 
-/// A pod spec (indented for a template) run by the bridge.
+/// A pod spec (indented for a template) run by the bridge; Jobs need `restartPolicy: Never`.
 fn pod_spec(indent: usize) -> String {
-    let spec = format!(
-        r#"schedulerName: {SCHEDULER}
-terminationGracePeriodSeconds: 1
-restartPolicy: Never
-containers:
-- name: main
-  image: {IMAGE}
-  command: [sleep, "3600"]
-  resources:
-    requests: {{cpu: "1", memory: 64Mi}}
-"#
-    );
-    let pad = " ".repeat(indent);
-    spec.lines().map(|l| format!("{pad}{l}\n")).collect()
+    common::pod_spec(indent, "restartPolicy: Never\n")
 }
 
 fn uid(env: &TestEnv, what: &str) -> String {

@@ -415,26 +415,30 @@ impl TestEnv {
     }
 }
 
-/// A bare pod for the bridge: 1 CPU, 64 MiB, sleeping; `annotations` and `node_selector` are
+/// A pod spec for the bridge (1 CPU, 64 MiB, sleeping) with `extra` lines at its top level,
+/// each line indented by `indent` spaces (for a template).
+pub fn pod_spec(indent: usize, extra: &str) -> String {
+    let spec = format!(
+        r#"schedulerName: {SCHEDULER}
+terminationGracePeriodSeconds: 1
+{extra}containers:
+- name: main
+  image: {IMAGE}
+  command: [sleep, "3600"]
+  resources:
+    requests: {{cpu: "1", memory: 64Mi}}
+"#
+    );
+    let pad = " ".repeat(indent);
+    spec.lines().map(|l| format!("{pad}{l}\n")).collect()
+}
+
+/// A bare pod for the bridge ([`pod_spec`]); `annotations` and `node_selector` are
 /// flow-mapping entries (`k: v, k2: v2`).
 pub fn pod(name: &str, annotations: &str, node_selector: &str) -> String {
     format!(
-        r#"apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}
-  annotations: {{{annotations}}}
-spec:
-  schedulerName: {SCHEDULER}
-  terminationGracePeriodSeconds: 1
-  nodeSelector: {{{node_selector}}}
-  containers:
-  - name: main
-    image: {IMAGE}
-    command: [sleep, "3600"]
-    resources:
-      requests: {{cpu: "1", memory: 64Mi}}
-"#
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  annotations: {{{annotations}}}\nspec:\n{}",
+        pod_spec(2, &format!("nodeSelector: {{{node_selector}}}\n"))
     )
 }
 

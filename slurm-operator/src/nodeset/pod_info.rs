@@ -39,6 +39,11 @@ impl PodInfo {
         }
     }
 
+    /// A node comment read back; `None` when it is not this JSON (an admin's free text).
+    pub fn parse(comment: &str) -> Option<PodInfo> {
+        serde_json::from_str(comment).ok()
+    }
+
     /// The comment text.
     pub fn to_comment(&self) -> String {
         serde_json::to_string(self).expect("plain strings serialize")
@@ -65,10 +70,9 @@ pub fn comment_change(nodeset: &NodeSetView, pod: &PodView, node: &Node) -> Opti
 
 /// Whether a node's `current` comment already says what the comment `wanted` says.
 pub fn says(current: Option<&str>, wanted: &str) -> bool {
-    let parse = |c: &str| serde_json::from_str::<PodInfo>(c).ok();
     current
-        .and_then(parse)
-        .is_some_and(|c| Some(c) == parse(wanted))
+        .and_then(PodInfo::parse)
+        .is_some_and(|c| Some(c) == PodInfo::parse(wanted))
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ pub fn defunct_nodes(
             if n.state != NodeState::Down || !n.has_flag(&NodeFlag::NotResponding) {
                 return None;
             }
-            let info: PodInfo = serde_json::from_str(n.comment.as_deref()?).ok()?;
+            let info = PodInfo::parse(n.comment.as_deref()?)?;
             let ours = !nodeset.uid.is_empty()
                 && info.namespace == nodeset.namespace
                 && info.node_set_name == nodeset.name

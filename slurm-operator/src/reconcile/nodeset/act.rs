@@ -1,6 +1,7 @@
 //! Applies a NodeSet [`Plan`]: the cluster's worker Service and PDB, pod annotations, Slurm
-//! drains and undrains, defunct Slurm node records, Slurm node comments, pod creates and deletes, labels, pod conditions and status — in that
-//! order, each write only when something changes.
+//! drains and undrains, defunct Slurm node records, Slurm node comments, pod creates and
+//! deletes, labels, pod conditions and status — in that order, each write only when something
+//! changes.
 //!
 //! A delete is checked once more against a fresh read of the Slurm node right before it is
 //! sent: the plan may be a few seconds old, and a pod is never deleted while its node runs jobs.
@@ -22,6 +23,7 @@ use slurm_client::model::{Node, NodeStateChange, NodeUpdate};
 use super::super::apply::{FIELD_MANAGER, apply};
 use super::super::{Context, Error};
 use crate::crd::{Controller, NodeSet};
+use crate::nodeset::pod_info::{self, NodeComment};
 use crate::nodeset::{CONDITION_PREFIX, DeleteReason, Plan, PodConditions};
 use crate::render;
 use crate::telemetry::metrics::NodeSetStateLabels;
@@ -114,62 +116,10 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
             keep(r.map(drop).map_err(Error::from));
         }
         for name in &plan.prune {
-            // Only while it is still the dead record the plan saw.
-            match still_as_seen(ctx, slurm, t.seen, name).await {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => {
-                    keep(Err(e));
-                    continue;
-                }
-            }
-            let r = slurm.delete_node(name).await;
-            ctx.metrics.slurm_call("delete_node", &r);
-            match r {
-                Ok(_) => {
-                    ctx.event(
-                        t.nodeset,
-                        false,
-                        "DefunctSlurmNodePruned",
-                        "Delete",
-                        format!(
-                            "deleted Slurm node {name}: down and not responding, its pod and Kubernetes node gone"
-                        ),
-                    )
-                    .await
-                }
-                Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => {}
-                Err(e) => keep(Err(e.into())),
-            }
+            keep(prune_record(ctx, &t, slurm, name).await);
         }
         for c in &plan.comments {
-            // The plan's view lags the operator's own writes by a poll: ask once more.
-            let fresh = slurm.get_node(&c.node).await;
-            ctx.metrics.slurm_call("get_node", &fresh);
-            match fresh {
-                Ok(n)
-                    if !crate::nodeset::pod_info::says(n.value.comment.as_deref(), &c.comment) => {}
-                Ok(_) => continue,
-                Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    keep(Err(e.into()));
-                    continue;
-                }
-            }
-            let update = NodeUpdate {
-                comment: Some(c.comment.clone()),
-                ..NodeUpdate::default()
-            };
-            let r = slurm.update_node(&c.node, &update).await;
-            ctx.metrics.slurm_call("comment_node", &r);
-            match r {
-                Ok(_) => {
-                    tracing::info!(node = %c.node, comment = %c.comment, "Slurm node comment set to its pod")
-                }
-                // deleted since the listing: the next pass sees it gone
-                Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => {}
-                Err(e) => keep(Err(e.into())),
-            }
+            keep(write_comment(ctx, slurm, c).await);
         }
     }
 
@@ -305,6 +255,69 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
     match first_error {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// Deletes a defunct Slurm node record, only while it is still the dead record the plan saw.
+async fn prune_record(
+    ctx: &Context,
+    t: &Target<'_>,
+    slurm: &slurm_client::Client,
+    name: &str,
+) -> Result<(), Error> {
+    if !still_as_seen(ctx, slurm, t.seen, name).await? {
+        return Ok(());
+    }
+    let r = slurm.delete_node(name).await;
+    ctx.metrics.slurm_call("delete_node", &r);
+    match r {
+        Ok(_) => {
+            ctx.event(
+                t.nodeset,
+                false,
+                "DefunctSlurmNodePruned",
+                "Delete",
+                format!(
+                    "deleted Slurm node {name}: down and not responding, its pod and Kubernetes node gone"
+                ),
+            )
+            .await;
+            Ok(())
+        }
+        Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Sets a Slurm node's comment to its pod, unless a fresh read shows it already says so (the
+/// plan's view lags the operator's own writes by a poll) or the node is gone.
+async fn write_comment(
+    ctx: &Context,
+    slurm: &slurm_client::Client,
+    c: &NodeComment,
+) -> Result<(), Error> {
+    let fresh = slurm.get_node(&c.node).await;
+    ctx.metrics.slurm_call("get_node", &fresh);
+    match fresh {
+        Ok(n) if pod_info::says(n.value.comment.as_deref(), &c.comment) => return Ok(()),
+        Ok(_) => {}
+        Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.into()),
+    }
+    let update = NodeUpdate {
+        comment: Some(c.comment.clone()),
+        ..NodeUpdate::default()
+    };
+    let r = slurm.update_node(&c.node, &update).await;
+    ctx.metrics.slurm_call("comment_node", &r);
+    match r {
+        Ok(_) => {
+            tracing::info!(node = %c.node, comment = %c.comment, "Slurm node comment set to its pod");
+            Ok(())
+        }
+        // deleted since the listing: the next pass sees it gone
+        Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }
 
