@@ -103,7 +103,7 @@ async fn the_bridge_keeps_its_address_as_pods_come_and_go() {
     let pods = [pod("mac-a"), pod("mac-b"), pod("mac-c")];
     for p in &pods {
         net.create(p).await.unwrap();
-        assert_eq!(mac(), kube_ground::net::bridge_mac(cfg.gateway));
+        assert_eq!(mac(), kube_ground::net::mac_of(cfg.gateway));
     }
     for p in &pods {
         net.destroy(&p.uid).await.unwrap();
@@ -136,13 +136,27 @@ async fn sandboxes_are_idempotent_and_their_addresses_survive_a_restart() {
         .unwrap();
     assert_eq!(restarted.create(&a).await.unwrap(), first);
 
-    for p in [&a, &b] {
+    // A new pod on a freed address has the old pod's MAC: what its peers remember of it is true.
+    restarted.destroy(&b.uid).await.unwrap();
+    let c = pod("c");
+    let third = restarted.create(&c).await.unwrap();
+    assert_eq!(third.ip, second.ip);
+    let out = std::process::Command::new("ip")
+        .args(["-n", &third.netns, "-br", "link", "show", "eth0"])
+        .output()
+        .unwrap();
+    let eth0 = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(eth0.contains(&kube_ground::net::mac_of(third.ip)), "{eth0}");
+
+    for p in [&a, &b, &c] {
         restarted.destroy(&p.uid).await.unwrap();
         restarted.destroy(&p.uid).await.unwrap();
     }
     let recorded = restarted.recorded().unwrap();
     assert!(
-        !recorded.iter().any(|r| r.uid == a.uid || r.uid == b.uid),
+        !recorded
+            .iter()
+            .any(|r| [&a.uid, &b.uid, &c.uid].contains(&&r.uid)),
         "{recorded:?}"
     );
     assert!(!first.netns_path.exists() && !second.netns_path.exists());

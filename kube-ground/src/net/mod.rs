@@ -175,7 +175,7 @@ impl Network {
             "set",
             bridge,
             "address",
-            &bridge_mac(self.cfg.gateway),
+            &mac_of(self.cfg.gateway),
         ])
         .await?;
         Ok(())
@@ -187,8 +187,10 @@ impl Network {
         ip::delete_netns(ns).await?;
         ip::delete_link(g, &veth).await?;
         ip::add_netns(ns).await?;
+        let mac = mac_of(r.ip);
         ip::ip(&[
-            "-n", g, "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", ns,
+            "-n", g, "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "address", &mac,
+            "netns", ns,
         ])
         .await?;
         ip::ip(&[
@@ -319,12 +321,19 @@ fn veth_name(netns: &str) -> String {
     format!("veth{short}")
 }
 
-/// The bridge's MAC, fixed (locally administered, from the gateway address). Unset, a Linux bridge
-/// takes the lowest MAC of its ports, so a pod's veth coming or going could change it, and every
-/// pod's ARP entry for the gateway went stale: traffic between pods and the ground stopped for
-/// seconds (in CI an admission webhook call from the API server timed out as a pod was deleted).
-pub fn bridge_mac(gateway: Ipv4Addr) -> String {
-    let [a, b, c, d] = gateway.octets();
+/// The MAC of the interface that has address `ip` (locally administered: `02:00:` and the
+/// address's four bytes), for the bridge and for every pod's `eth0`.
+///
+/// - Unset, a Linux bridge takes the lowest MAC of its ports, so a pod's veth coming or going could
+///   change it, and every pod's ARP entry for the gateway went stale: traffic between pods and the
+///   ground stopped for seconds (in CI an admission webhook call from the API server timed out as
+///   a pod was deleted).
+/// - A pod that gets a deleted pod's IP gets its MAC too. With random MACs, a pod that had talked
+///   to the old one kept sending its replies to the old MAC (the ARP entry stays REACHABLE for up
+///   to 45 s), so a new client's connections through a Service timed out (CI, the Helm
+///   end-to-end's CLI pods reaching slurmrestd).
+pub fn mac_of(ip: Ipv4Addr) -> String {
+    let [a, b, c, d] = ip.octets();
     format!("02:00:{a:02x}:{b:02x}:{c:02x}:{d:02x}")
 }
 
