@@ -244,14 +244,16 @@ pub fn decide(w: &Workload) -> Vec<Action> {
             }
             match state {
                 JobState::Pending => {
-                    let reason = reason.clone().unwrap_or_else(|| "None".into());
                     for p in &live {
                         if p.bound_node.is_some() {
                             actions.push(Action::Delete {
                                 pod: p.name.clone(),
                                 why: format!("Slurm job {id} was requeued: its allocation is gone"),
                             });
-                        } else {
+                        } else if let Some(reason) = reason {
+                            // Without a reason Slurm's scheduler has not looked at the job yet,
+                            // and most jobs start at that first look: no write (and no event)
+                            // per pod on the way to its binding.
                             let message = format!("waiting in Slurm: job {id} ({reason})");
                             condition(&mut actions, p, "False", "Pending", &message);
                         }

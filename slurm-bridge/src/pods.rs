@@ -35,16 +35,15 @@ pub async fn label(client: &Client, namespace: &str, pod: &str, job_id: u32) -> 
         .map(drop)
 }
 
-/// Records the node in the pod's annotation, then binds the pod there. A pod already bound to
-/// that node counts as done.
+/// Binds the pod to `node`, with the node in its annotation: one write, as the API server copies
+/// a Binding's annotations to the pod it binds. A pod already bound to that node counts as done.
 pub async fn bind(client: &Client, namespace: &str, pod: &str, node: &str) -> kube::Result<()> {
     let api = api(client, namespace);
-    let patch = json!({"metadata": {"annotations": {keys::SLURM_NODE_ANNOTATION: node}}});
-    api.patch(pod, &params(), &Patch::Merge(patch)).await?;
     let binding = Binding {
         metadata: ObjectMeta {
             name: Some(pod.to_owned()),
             namespace: Some(namespace.to_owned()),
+            annotations: Some([(keys::SLURM_NODE_ANNOTATION.to_owned(), node.to_owned())].into()),
             ..ObjectMeta::default()
         },
         target: ObjectReference {

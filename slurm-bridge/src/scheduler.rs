@@ -556,10 +556,11 @@ impl Scheduler {
         for p in self.pods.state() {
             let v = view(&p);
             if v.bound_node.is_none() && !v.gone() {
-                let reason = v
-                    .condition
-                    .map(|(_, r, _)| r)
-                    .unwrap_or_else(|| "NoJob".into());
+                let reason = match (v.condition, v.job_id) {
+                    (Some((_, r, _)), _) => r,
+                    (None, Some(_)) => "Pending".into(),
+                    (None, None) => "NoJob".into(),
+                };
                 *counts.entry(reason).or_default() += 1;
             }
         }

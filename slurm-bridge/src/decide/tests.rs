@@ -107,6 +107,14 @@ fn pending_job_labels_stragglers_and_shows_the_reason() {
         "waiting in Slurm: job 42 (Priority)".into(),
     ));
     assert!(decide(&workload(vec![shown], known(42, JobState::Pending, &[]), 1)).is_empty());
+    // Not looked at by Slurm's scheduler yet: nothing to tell.
+    let unseen = JobView::Known {
+        id: 42,
+        state: JobState::Pending,
+        reason: None,
+        nodes: Vec::new(),
+    };
+    assert!(decide(&workload(vec![labelled("a", 42)], unseen, 1)).is_empty());
 }
 
 #[test]
