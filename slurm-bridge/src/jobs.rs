@@ -6,14 +6,14 @@
 //! (pending or running) one by one, so its cost grows with its own jobs, not with the
 //! cluster's. A change of state, reason or nodes wakes the workloads of the job's pods.
 //!
-//! Pending jobs are watched through their states alone (`GET …/jobs/state/`, about 80 bytes a
-//! job, for all of them in one request): every 25 ms while one of them was submitted less than
-//! 5 s ago (Slurm starts most jobs on its next scheduling pass, within a second of their
-//! submission), else every 100 ms; at least a millisecond per job. A start is seen within a
-//! poll of it, and a job whose state moved is read whole at once. Besides that,
-//! each job is read on its own schedule: at once when it is new or has just changed, then, when
-//! it runs, after 100 ms, 200 ms, … up to the follow period; a pending one after a period (its
-//! pending reason shows that late at worst).
+//! Pending and running jobs are watched through their states (`GET …/jobs/state/`, about 80
+//! bytes a job, for all of them in one request): every 25 ms while a pending one was submitted
+//! less than 5 s ago (Slurm starts most jobs on its next scheduling pass, within a second of
+//! their submission), else every 100 ms; at least a millisecond per job. A start or an end is
+//! seen within a poll of it, and a job whose state moved is read whole at once (for its nodes,
+//! its reason). Besides that, a pending job is read whole each follow period (its pending reason
+//! shows that late at worst), a running one every ten periods (the nodes of a running job change
+//! only when an admin shrinks it).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -34,25 +34,31 @@ pub struct Entry {
     pub pods: Vec<String>,
     /// What Slurm last said.
     pub seen: Seen,
-    /// When to read it next, and the wait after that read if it finds no change.
+    /// When to read it next.
     next_read: Instant,
-    wait: Duration,
     /// When the book got it.
     added: Instant,
 }
 
-/// The first wait after a job is new or changed; doubled up to the follow period.
+/// The follower's first read of a job its caller has just read itself.
 const FIRST_WAIT: Duration = Duration::from_millis(100);
+
+/// A running job is read whole every this many follow periods.
+const RUNNING_READ_PERIODS: u32 = 10;
 
 /// How often the pending jobs' states are polled while one of them is fresh: new in the book
 /// for less than [`FRESH_FOR`].
 const FRESH_POLL: Duration = Duration::from_millis(25);
 const FRESH_FOR: Duration = Duration::from_secs(5);
 
-/// The wait before the next poll of `pending` jobs' states.
-fn state_poll_period(pending: usize, any_fresh: bool) -> Duration {
-    let base = if any_fresh { FRESH_POLL } else { FIRST_WAIT };
-    base.max(Duration::from_millis(pending as u64))
+/// The wait before the next poll of `polled` jobs' states.
+fn state_poll_period(polled: usize, any_fresh: bool) -> Duration {
+    let base = if any_fresh {
+        FRESH_POLL
+    } else {
+        Duration::from_millis(100)
+    };
+    base.max(Duration::from_millis(polled as u64))
 }
 
 impl Entry {
@@ -62,21 +68,18 @@ impl Entry {
             pods,
             seen,
             next_read: now,
-            wait: FIRST_WAIT,
             added: now,
         }
     }
 }
 
-/// The wait before the next read: a period for a pending job (its state is polled apart); else
-/// short again after a change, else twice the last, at most `period`.
-fn next_wait(last: Duration, changed: bool, pending: bool, period: Duration) -> Duration {
+/// The wait before the next whole read of a job (its state is polled apart): a period for a
+/// pending one, [`RUNNING_READ_PERIODS`] for any other.
+fn next_wait(pending: bool, period: Duration) -> Duration {
     if pending {
         period
-    } else if changed {
-        FIRST_WAIT.min(period)
     } else {
-        (last * 2).min(period).max(FIRST_WAIT.min(period))
+        period * RUNNING_READ_PERIODS
     }
 }
 
@@ -202,42 +205,65 @@ impl JobBook {
         due
     }
 
-    /// The jobs last seen pending, and whether one of them is fresh (see [`FRESH_FOR`]).
-    pub fn pending(&self, now: Instant) -> (Vec<u32>, bool) {
+    /// The jobs whose states are polled (last seen pending or running, or in any other state
+    /// that can still change), and whether a pending one is fresh (see [`FRESH_FOR`]).
+    pub fn polled(&self, now: Instant) -> (Vec<u32>, bool) {
         let inner = self.inner.lock().expect("not poisoned");
         let mut fresh = false;
         let mut ids: Vec<u32> = inner
             .jobs
             .iter()
-            .filter(|(_, e)| matches!(&e.seen, Seen::Job(job) if job.state == JobState::Pending))
-            .inspect(|(_, e)| fresh |= now.saturating_duration_since(e.added) < FRESH_FOR)
+            .filter(|(_, e)| matches!(&e.seen, Seen::Job(job) if !job.state.is_finished()))
+            .inspect(|(_, e)| {
+                let pending = matches!(&e.seen, Seen::Job(job) if job.state == JobState::Pending);
+                fresh |= pending && now.saturating_duration_since(e.added) < FRESH_FOR;
+            })
             .map(|(id, _)| *id)
             .collect();
         ids.sort_unstable();
         (ids, fresh)
     }
 
-    /// Makes each job of `asked` whose state in `states` is no longer pending (or that Slurm no
-    /// longer lists) due for a read now; returns how many.
+    /// Makes each job of `asked` whose state in `states` is not the one last read (or that
+    /// Slurm no longer lists) due for a read now; returns how many.
     pub fn states_seen(&self, asked: &[u32], states: &[JobStatus]) -> usize {
-        let still_pending: BTreeSet<u32> = states
+        let answered: HashMap<u32, &JobState> = states
             .iter()
-            .filter(|s| s.component.is_none() && s.state == JobState::Pending)
-            .map(|s| s.id)
+            .filter(|s| s.component.is_none())
+            .map(|s| (s.id, &s.state))
             .collect();
         let mut inner = self.inner.lock().expect("not poisoned");
         let now = Instant::now();
         let mut moved = 0;
         for id in asked {
-            if still_pending.contains(id) {
+            let Some(entry) = inner.jobs.get_mut(id) else {
                 continue;
-            }
-            if let Some(entry) = inner.jobs.get_mut(id) {
+            };
+            let unchanged = matches!(
+                (&entry.seen, answered.get(id)),
+                (Seen::Job(job), Some(state)) if job.state == **state
+            );
+            if !unchanged {
                 entry.next_read = now;
                 moved += 1;
             }
         }
         moved
+    }
+
+    /// Makes each of `ids` due for a whole read within `wait` at most.
+    pub fn read_within(&self, ids: &[u32], wait: Duration) {
+        let mut inner = self.inner.lock().expect("not poisoned");
+        let latest = Instant::now() + wait;
+        for id in ids {
+            if let Some(entry) = inner.jobs.get_mut(id) {
+                entry.next_read = entry.next_read.min(latest);
+            }
+        }
+    }
+
+    fn period(&self) -> Duration {
+        self.inner.lock().expect("not poisoned").period
     }
 
     /// Every job that can still change, with its pods.
@@ -298,8 +324,7 @@ impl JobBook {
         let changed = !same(&entry.seen, &seen);
         entry.seen = seen;
         let pending = matches!(&entry.seen, Seen::Job(job) if job.state == JobState::Pending);
-        entry.wait = next_wait(entry.wait, changed, pending, period);
-        entry.next_read = Instant::now() + entry.wait;
+        entry.next_read = Instant::now() + next_wait(pending, period);
         Ok(changed)
     }
 }
@@ -348,12 +373,12 @@ pub async fn follow(
     loop {
         tick.tick().await;
         if Instant::now() >= next_state_poll {
-            let (pending, fresh) = book.pending(Instant::now());
-            if !pending.is_empty() {
+            let (polled, fresh) = book.polled(Instant::now());
+            if !polled.is_empty() {
                 // A failed poll (slurmrestd away) waits a whole period, as a failed read does.
                 next_state_poll = Instant::now()
-                    + if poll_states(&book, &client, &pending, &metrics).await {
-                        state_poll_period(pending.len(), fresh)
+                    + if poll_states(&book, &client, &polled, &metrics).await {
+                        state_poll_period(polled.len(), fresh)
                     } else {
                         every
                     };
@@ -397,16 +422,16 @@ pub async fn follow(
 /// How many job ids go into one state request (its URL stays under 2 KiB).
 const STATES_PER_REQUEST: usize = 100;
 
-/// Asks Slurm for the states of the `pending` jobs and makes those that moved due for a read;
-/// returns whether Slurm answered. A failure only logs: the jobs' own reads still come each
-/// period.
+/// Asks Slurm for the states of the `polled` jobs and makes those that moved due for a read;
+/// returns whether Slurm answered. After a failure every one of them is read whole within a
+/// period instead, until a poll answers again.
 async fn poll_states(
     book: &JobBook,
     client: &Client,
-    pending: &[u32],
+    polled: &[u32],
     metrics: &crate::metrics::Metrics,
 ) -> bool {
-    for chunk in pending.chunks(STATES_PER_REQUEST) {
+    for chunk in polled.chunks(STATES_PER_REQUEST) {
         let result = client.job_states(chunk).await;
         metrics.slurm_call("job_states", result.as_ref().err());
         match result {
@@ -414,7 +439,8 @@ async fn poll_states(
                 book.states_seen(chunk, &states.value);
             }
             Err(e) => {
-                tracing::warn!(error = %e, "cannot read the pending jobs' states; reading them one by one each period");
+                tracing::warn!(error = %e, "cannot read the jobs' states; reading them one by one each period");
+                book.read_within(polled, book.period());
                 return false;
             }
         }
@@ -468,22 +494,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_come_quickly_after_a_change_and_slow_down_to_the_period() {
+    fn pending_jobs_are_read_whole_each_period_running_ones_every_ten() {
         let period = Duration::from_secs(1);
-        let mut wait = FIRST_WAIT;
-        let mut waits = Vec::new();
-        for _ in 0..5 {
-            wait = next_wait(wait, false, false, period);
-            waits.push(wait.as_millis());
-        }
-        assert_eq!(waits, [200, 400, 800, 1000, 1000]);
-        assert_eq!(next_wait(wait, true, false, period), FIRST_WAIT);
-        // A pending job is read each period: its state is polled apart.
-        assert_eq!(next_wait(FIRST_WAIT, true, true, period), period);
-        // A period shorter than the first wait bounds every wait.
-        let short = Duration::from_millis(50);
-        assert_eq!(next_wait(FIRST_WAIT, true, false, short), short);
-        assert_eq!(next_wait(FIRST_WAIT, false, false, short), short);
+        assert_eq!(next_wait(true, period), period);
+        assert_eq!(next_wait(false, period), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_failed_state_poll_brings_whole_reads_within_a_period() {
+        let book = JobBook::default();
+        let mut job = Job::default();
+        job.state = JobState::Running;
+        book.insert(7, vec![], Seen::Job(Box::new(job)));
+        let now = Instant::now();
+        book.inner
+            .lock()
+            .unwrap()
+            .jobs
+            .get_mut(&7)
+            .unwrap()
+            .next_read = now + Duration::from_secs(10);
+        book.read_within(&[7], Duration::from_secs(1));
+        assert!(
+            book.due(now + Duration::from_secs(1) + Duration::from_millis(50))
+                .len()
+                == 1
+        );
+        assert!(book.due(now).is_empty());
     }
 
     #[test]
@@ -496,23 +533,30 @@ mod tests {
         job.state = JobState::Pending;
         book.insert(7, vec![], Seen::Job(Box::new(job)));
         let now = Instant::now();
-        assert_eq!(book.pending(now), (vec![7], true));
-        assert_eq!(book.pending(now + FRESH_FOR), (vec![7], false));
+        assert_eq!(book.polled(now), (vec![7], true));
+        assert_eq!(book.polled(now + FRESH_FOR), (vec![7], false));
+        // A running job's state is polled too, but it makes nothing fresh.
+        let mut job = Job::default();
+        job.state = JobState::Running;
+        book.insert(8, vec![], Seen::Job(Box::new(job)));
+        assert_eq!(book.polled(now + FRESH_FOR), (vec![7, 8], false));
     }
 
     #[test]
-    fn a_pending_job_whose_state_moved_is_due_at_once() {
+    fn a_job_whose_state_moved_is_due_at_once() {
         let book = JobBook::default();
-        let pending = || {
+        let seen = |state| {
             let mut job = Job::default();
-            job.state = JobState::Pending;
+            job.state = state;
             Seen::Job(Box::new(job))
         };
         for id in [1, 2, 3] {
-            book.insert(id, vec![], pending());
+            book.insert(id, vec![], seen(JobState::Pending));
         }
+        book.insert(4, vec![], seen(JobState::Running));
+        book.insert(5, vec![], seen(JobState::Running));
         let later = Instant::now() + Duration::from_secs(5);
-        for id in [1, 2, 3] {
+        for id in [1, 2, 3, 4, 5] {
             book.inner
                 .lock()
                 .unwrap()
@@ -521,25 +565,30 @@ mod tests {
                 .unwrap()
                 .next_read = later;
         }
-        assert_eq!(book.pending(Instant::now()).0, [1, 2, 3]);
+        assert_eq!(book.polled(Instant::now()).0, [1, 2, 3, 4, 5]);
         let status = |id, state| {
             let mut s = JobStatus::default();
             s.id = id;
             s.state = state;
             s
         };
-        // 1 still pending, 2 started, 3 gone from Slurm's answer.
+        // 1 still pending, 2 started, 3 gone from Slurm's answer, 4 still running, 5 ended.
         let moved = book.states_seen(
-            &[1, 2, 3],
-            &[status(1, JobState::Pending), status(2, JobState::Running)],
+            &[1, 2, 3, 4, 5],
+            &[
+                status(1, JobState::Pending),
+                status(2, JobState::Running),
+                status(4, JobState::Running),
+                status(5, JobState::Cancelled),
+            ],
         );
-        assert_eq!(moved, 2);
+        assert_eq!(moved, 3);
         let due: Vec<u32> = book
             .due(Instant::now())
             .into_iter()
             .map(|(id, _)| id)
             .collect();
-        assert_eq!(due, [2, 3]);
+        assert_eq!(due, [2, 3, 5]);
     }
 
     #[test]
