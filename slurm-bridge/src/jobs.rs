@@ -155,6 +155,19 @@ impl JobBook {
             .insert(id, entry);
     }
 
+    /// Records a job just submitted for `pods`, as pending: Slurm starts a job on a scheduling
+    /// pass after its submission, never in it. Its state is polled from now on (a start is seen
+    /// within a poll) and it is read whole after a period, for its pending reason.
+    pub fn submitted(&self, id: u32, pods: Vec<String>) {
+        let mut job = Job::default();
+        job.id = id;
+        job.state = JobState::Pending;
+        let mut entry = Entry::new(pods, Seen::Job(Box::new(job)));
+        let mut inner = self.inner.lock().expect("not poisoned");
+        entry.next_read += inner.period;
+        inner.jobs.insert(id, entry);
+    }
+
     /// Starts following a job a pod names that the book does not know (read on the next poll).
     pub fn track(&self, id: u32) {
         self.inner
@@ -498,6 +511,17 @@ mod tests {
         let period = Duration::from_secs(1);
         assert_eq!(next_wait(true, period), period);
         assert_eq!(next_wait(false, period), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_submitted_job_is_polled_at_once_and_read_whole_after_a_period() {
+        let book = JobBook::default();
+        book.submitted(9, vec!["ns/a".into()]);
+        let now = Instant::now();
+        assert_eq!(book.polled(now), (vec![9], true));
+        assert!(book.due(now).is_empty());
+        assert_eq!(book.due(now + Duration::from_millis(1050)).len(), 1);
+        assert_eq!(book.active_job_of("ns/a"), Some(9));
     }
 
     #[test]

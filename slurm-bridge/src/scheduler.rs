@@ -382,8 +382,8 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Builds and submits the job, records it, labels the pods, and reads the job at once (an
-    /// external job that fits starts within the submission, so the pods bind right away).
+    /// Builds and submits the job, records it (pending: the job follower sees it start) and
+    /// labels the pods.
     async fn submit(
         &self,
         key: &WorkloadKey,
@@ -468,14 +468,14 @@ impl Scheduler {
         self.metrics.action("submit", None);
         tracing::info!(job = id, workload = %key, pods = pods.len(), "submitted");
         let pod_names = jobs::sorted(pods.iter().map(|p| pod_name(p)));
-        self.book.insert(id, pod_names, Seen::Unread);
-        // The labels (the pods' link to the job, and their finalizer) and the job's first reading
-        // go out together; a pod is bound only after its label is written.
-        let labels = futures::future::try_join_all(pods.iter().map(|p| async move {
+        self.book.submitted(id, pod_names);
+        // The pods' link to the job, and their finalizer. The workload's next pass (a binding)
+        // comes after this one, so after the labels are written.
+        futures::future::try_join_all(pods.iter().map(|p| async move {
             pods::label(&self.client, &key.namespace, &p.name_any(), id).await
-        }));
-        let (labelled, read) = tokio::join!(labels, self.book.refresh(&self.slurm, id));
-        labelled.map_err(|e| Failed {
+        }))
+        .await
+        .map_err(|e| Failed {
             action: "label",
             message: e.to_string(),
         })?;
@@ -487,27 +487,6 @@ impl Scheduler {
                 "Submit",
                 format!("Slurm job {id} stands for this pod"),
             );
-        }
-        self.metrics.slurm_call("get_job", read.as_ref().err());
-        // Act on the first reading now instead of waiting for the follower's next poll. The
-        // store may not show the labels yet, so the pods' views get them here.
-        if read.is_ok() {
-            let mut views: Vec<PodView> = members.iter().map(|p| self.assume(view(p), p)).collect();
-            for v in views.iter_mut().filter(|v| names.contains(&v.name)) {
-                v.job_id = Some(id);
-                v.finalizer = true;
-            }
-            let job = self.job_of(&views, members);
-            let workload = decide::Workload {
-                pods: views,
-                job,
-                gang: 1,
-            };
-            for action in decide::decide(&workload) {
-                if matches!(action, Action::Bind { .. } | Action::Condition { .. }) {
-                    Box::pin(self.apply(key, members, action)).await?;
-                }
-            }
         }
         Ok(())
     }
