@@ -1,6 +1,6 @@
 //! The scheduling loop: wakes on pod, node and job changes (never on a blind timer alone),
 //! gathers each woken workload's pods and job, asks [`decide`](crate::decide) what to do, and
-//! applies it, up to eight workloads at once. A failing workload backs off (1 s doubling to
+//! applies it, up to 32 workloads at once. A failing workload backs off (1 s doubling to
 //! 5 min, see [`queue`](crate::queue)) without holding up others.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -71,8 +71,10 @@ struct Failed {
     message: String,
 }
 
-/// How many workloads are looked at at once.
-const PARALLEL_WORKLOADS: usize = 8;
+/// How many workloads are looked at at once. Each pass waits on slurmrestd and the API server,
+/// not on the CPU; with 8, a job that started waited for a slot behind a burst's submissions
+/// (RUNNING → bound p50 122 ms from the job's read to the binding, 74 ms with 32).
+const PARALLEL_WORKLOADS: usize = 32;
 
 impl Scheduler {
     /// Runs until the wake channel closes. Each workload is processed as soon as it is woken and
