@@ -84,7 +84,7 @@ struct Figures {
 }
 
 async fn run(quick: bool) {
-    let rounds = if quick { 2 } else { 4 };
+    let rounds = if quick { 2 } else { 8 };
     let fillers = if quick { 5_000 } else { 20_000 };
     // Lines of SLURM_BENCH_SLURM_CONF (e.g. `SchedulerParameters=…`) go into slurm.conf too.
     let extra = std::env::var("SLURM_BENCH_SLURM_CONF").unwrap_or_default();
