@@ -136,11 +136,12 @@ async fn sandboxes_are_idempotent_and_their_addresses_survive_a_restart() {
         .unwrap();
     assert_eq!(restarted.create(&a).await.unwrap(), first);
 
-    // A new pod on a freed address has the old pod's MAC: what its peers remember of it is true.
+    // A pod's MAC is a function of its IP, so a new pod on a freed address has the old pod's
+    // MAC: what its peers remember of it is true. (Which address it gets is not asserted: the
+    // other tests of this file allocate from the same pool at the same time.)
     restarted.destroy(&b.uid).await.unwrap();
     let c = pod("c");
     let third = restarted.create(&c).await.unwrap();
-    assert_eq!(third.ip, second.ip);
     let out = std::process::Command::new("ip")
         .args(["-n", &third.netns, "-br", "link", "show", "eth0"])
         .output()
