@@ -50,14 +50,12 @@ const RUNNING_READ_PERIODS: u32 = 10;
 /// for less than [`FRESH_FOR`].
 const FRESH_POLL: Duration = Duration::from_millis(25);
 const FRESH_FOR: Duration = Duration::from_secs(5);
+/// How often the states are polled otherwise.
+const STATE_POLL: Duration = Duration::from_millis(100);
 
 /// The wait before the next poll of `polled` jobs' states.
 fn state_poll_period(polled: usize, any_fresh: bool) -> Duration {
-    let base = if any_fresh {
-        FRESH_POLL
-    } else {
-        Duration::from_millis(100)
-    };
+    let base = if any_fresh { FRESH_POLL } else { STATE_POLL };
     base.max(Duration::from_millis(polled as u64))
 }
 
@@ -539,11 +537,8 @@ mod tests {
             .unwrap()
             .next_read = now + Duration::from_secs(10);
         book.read_within(&[7], Duration::from_secs(1));
-        assert!(
-            book.due(now + Duration::from_secs(1) + Duration::from_millis(50))
-                .len()
-                == 1
-        );
+        let soon = now + Duration::from_secs(1) + Duration::from_millis(50);
+        assert_eq!(book.due(soon).len(), 1);
         assert!(book.due(now).is_empty());
     }
 

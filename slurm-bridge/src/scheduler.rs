@@ -72,8 +72,8 @@ struct Failed {
 }
 
 /// How many workloads are looked at at once. Each pass waits on slurmrestd and the API server,
-/// not on the CPU; with 8, a job that started waited for a slot behind a burst's submissions
-/// (RUNNING → bound p50 122 ms from the job's read to the binding, 74 ms with 32).
+/// not on the CPU; with 8, the binding of a job that had started could wait for a slot behind a
+/// burst's submissions (the bench's bridge log showed it).
 const PARALLEL_WORKLOADS: usize = 32;
 
 impl Scheduler {
