@@ -25,6 +25,9 @@ pub struct Config {
     /// Whether jobs get whole nodes unless the workload's `exclusive` annotation says otherwise.
     /// Slinky always allocates whole nodes; `false` packs pods by their requests.
     pub exclusive: bool,
+    /// Whether Kubernetes nodes that are Slurm nodes get the `NoExecute` taint
+    /// `slinky.slurm.net/managed-node=<schedulerName>` (Slinky always sets it); `false` removes it.
+    pub taint_nodes: bool,
 }
 
 /// A Kubernetes label selector (`matchLabels` and `matchExpressions`).
@@ -59,6 +62,7 @@ impl Default for Config {
             mcs_label: "kubernetes".into(),
             partition: "slurm-bridge".into(),
             exclusive: true,
+            taint_nodes: true,
         }
     }
 }
@@ -118,6 +122,7 @@ mod tests {
         .unwrap();
         assert_eq!(config.managed_namespaces, ["slurm-bridge", "ml"]);
         assert!(config.exclusive);
+        assert!(config.taint_nodes);
     }
 
     #[test]

@@ -37,8 +37,15 @@ pub fn unfit(pod: &Pod, node: &Node, pods_on_node: usize) -> Option<String> {
     }
     let pod_spec = pod.spec.clone().unwrap_or_default();
     let tolerations = pod_spec.tolerations.unwrap_or_default();
+    // The bridge's own taint: the bridge gives its pods the toleration before binding them.
+    let ours = |taint: &Taint| {
+        taint.key == keys::MANAGED_NODE_TAINT
+            && taint.value.is_some()
+            && taint.value == pod_spec.scheduler_name
+    };
     for taint in spec.taints.iter().flatten() {
         if matches!(taint.effect.as_str(), "NoSchedule" | "NoExecute")
+            && !ours(taint)
             && !tolerations.iter().any(|t| tolerates(t, taint))
         {
             return Some(format!(
@@ -88,7 +95,8 @@ pub fn unfit(pod: &Pod, node: &Node, pods_on_node: usize) -> Option<String> {
     None
 }
 
-fn tolerates(t: &Toleration, taint: &Taint) -> bool {
+/// Whether toleration `t` tolerates `taint` (Kubernetes' matching rules).
+pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
     if t.effect
         .as_deref()
         .is_some_and(|e| !e.is_empty() && e != taint.effect)
@@ -201,6 +209,15 @@ mod tests {
         let prefer =
             node("metadata: {name: n}\nspec: {taints: [{key: gpu, effect: PreferNoSchedule}]}\n");
         assert_eq!(unfit(&plain, &prefer, 0), None);
+        // The bridge's own taint is no obstacle to its pods (it adds their toleration), but
+        // another bridge's is.
+        let managed = node(
+            "metadata: {name: n}\nspec: {taints: [{key: slinky.slurm.net/managed-node, value: b1, effect: NoExecute}]}\n",
+        );
+        let of_b1 = pod("spec: {containers: [], schedulerName: b1}\n");
+        let of_b2 = pod("spec: {containers: [], schedulerName: b2}\n");
+        assert_eq!(unfit(&of_b1, &managed, 0), None);
+        assert!(unfit(&of_b2, &managed, 0).is_some());
 
         let selective = pod("spec: {containers: [], nodeSelector: {zone: a}}\n");
         assert!(

@@ -4,7 +4,7 @@
 //! slurm-bridge (scheduler name, annotations, labels, config file); see the crate README.
 //!
 //! Layout: pure decisions ([`workload`], [`annotations`], [`translate`], [`feasible`],
-//! [`decide`]) and the loops that feed and apply them ([`scheduler`], [`jobs`], [`nodes`],
+//! [`decide`], [`taint`]) and the loops that feed and apply them ([`scheduler`], [`jobs`], [`nodes`],
 //! [`webhook`]).
 
 pub mod annotations;
@@ -22,6 +22,7 @@ pub mod resources;
 pub mod roots;
 pub mod scheduler;
 pub mod slurm_nodes;
+pub mod taint;
 pub mod translate;
 pub mod webhook;
 pub mod workload;

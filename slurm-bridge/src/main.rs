@@ -184,7 +184,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 futures::future::ready(())
             })
     });
-    // Kubernetes nodes → waiting workloads; labels, cordons → Slurm external nodes and drains.
+    // Kubernetes nodes → waiting workloads.
     let node_api: Api<Node> = Api::all(client.clone());
     watchers.spawn({
         let wake = wake_tx.clone();
@@ -225,9 +225,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 .await
         }
     });
+    // Node labels, cordons → Slurm external nodes and drains; Slurm nodes → the node taint.
     watchers.spawn({
         let slurm_nodes = slurm_nodes.clone();
         nodes::run(
+            client.clone(),
             slurm.clone(),
             config.clone(),
             k8s_nodes.clone(),

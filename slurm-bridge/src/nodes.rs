@@ -6,6 +6,8 @@
 //! - a cordoned node's Slurm node is drained (reason `slurm-bridge: Node (<n>) was cordoned`),
 //!   and resumed on uncordon — only drains with that reason: an admin's drain stays.
 //!
+//! - a Kubernetes node that is a Slurm node gets the bridge's taint ([`crate::taint`]).
+//!
 //! Only Kubernetes nodes that are Slurm nodes (by name or `slinky.slurm.net/slurm-nodename`) or
 //! carry the label are looked at; others never cost a Slurm call (Slinky #52).
 
@@ -22,6 +24,7 @@ use crate::config::Config;
 use crate::feasible::slurm_name;
 use crate::keys;
 use crate::metrics::Metrics;
+use crate::taint;
 use kube_support::quantity;
 
 /// How often the nodes are compared.
@@ -150,10 +153,11 @@ pub fn decide(
     }
 }
 
-/// Compares the nodes every few seconds and applies what [`decide`] says. A failed Slurm
-/// listing skips the round: nothing is drained or deleted on a guess.
+/// Compares the nodes every few seconds and applies what [`decide`] and [`taint::wanted`] say.
+/// A failed Slurm listing skips the round: nothing is drained, deleted or tainted on a guess.
 /// `changed` is called after a round that registered or deleted a Slurm node.
 pub async fn run(
+    kube: kube::Client,
     slurm: Client,
     config: Arc<Config>,
     nodes: Store<Node>,
@@ -209,6 +213,22 @@ pub async fn run(
             match result {
                 Ok(()) => tracing::info!(node = name, "updated the Slurm node"),
                 Err(e) => tracing::warn!(node = name, error = %e, "cannot update the Slurm node"),
+            }
+        }
+        for node in nodes.state() {
+            let in_slurm = config.taint_nodes && known.contains_key(&slurm_name(&node));
+            let Some(taints) = taint::wanted(&node, in_slurm, &config.scheduler_name) else {
+                continue;
+            };
+            match taint::write(&kube, &node, taints).await {
+                Ok(()) => tracing::info!(
+                    node = node.name_any(),
+                    tainted = in_slurm,
+                    "updated the node's taint"
+                ),
+                Err(e) => {
+                    tracing::warn!(node = node.name_any(), error = %e, "cannot update the node's taint")
+                }
             }
         }
         if registered_or_deleted {

@@ -1,12 +1,14 @@
 //! Writes to pods: each one a patch or call that is safe to repeat.
 
-use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
+use crate::feasible::tolerates;
 use crate::keys;
+use crate::taint;
 
 /// The field manager of the bridge's patches.
 pub const FIELD_MANAGER: &str = "slurm-bridge";
@@ -23,16 +25,39 @@ fn api(client: &Client, namespace: &str) -> Api<Pod> {
 }
 
 /// Labels the pod with its job id and adds the finalizer (a strategic merge: the finalizer list
-/// is merged, not replaced).
-pub async fn label(client: &Client, namespace: &str, pod: &str, job_id: u32) -> kube::Result<()> {
-    let patch = json!({"metadata": {
+/// is merged, not replaced), and the toleration of the bridge's node taint when the pod lacks it
+/// (as when no webhook mutated it). Tolerations are replaced whole: the pod's own come first.
+pub async fn label(client: &Client, pod: &Pod, job_id: u32) -> kube::Result<()> {
+    let mut patch = json!({"metadata": {
         "labels": {keys::JOB_ID_LABEL: job_id.to_string()},
         "finalizers": [keys::FINALIZER],
     }});
-    api(client, namespace)
-        .patch(pod, &params(), &Patch::Strategic(patch))
+    if let Some(tolerations) = with_toleration(pod) {
+        patch["spec"] = json!({"tolerations": tolerations});
+    }
+    api(client, &pod.namespace().unwrap_or_default())
+        .patch(&pod.name_any(), &params(), &Patch::Strategic(patch))
         .await
         .map(drop)
+}
+
+/// The pod's tolerations with the one of its scheduler's node taint, or `None` if it has it.
+fn with_toleration(pod: &Pod) -> Option<Vec<Toleration>> {
+    let spec = pod.spec.as_ref()?;
+    let scheduler = spec.scheduler_name.as_deref()?;
+    let managed = taint::managed(scheduler);
+    let mut tolerations = spec.tolerations.clone().unwrap_or_default();
+    if tolerations.iter().any(|t| tolerates(t, &managed)) {
+        return None;
+    }
+    tolerations.push(Toleration {
+        key: Some(managed.key),
+        operator: Some("Equal".into()),
+        value: managed.value,
+        effect: Some(managed.effect),
+        toleration_seconds: None,
+    });
+    Some(tolerations)
 }
 
 /// Binds the pod to `node`, with the node in its annotation: one write, as the API server copies
@@ -139,5 +164,33 @@ pub async fn condition(
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(yaml: &str) -> Pod {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn the_toleration_is_added_once_after_the_pods_own() {
+        let bare = pod(
+            "spec: {schedulerName: b1, containers: [], tolerations: [{key: gpu, operator: Exists}]}\n",
+        );
+        let tolerations = with_toleration(&bare).unwrap();
+        assert_eq!(tolerations.len(), 2);
+        assert_eq!(tolerations[0].key.as_deref(), Some("gpu"));
+        assert!(tolerates(&tolerations[1], &taint::managed("b1")));
+        // From the webhook, or a pod that tolerates every taint: nothing to add.
+        let mutated = pod(
+            "spec: {schedulerName: b1, containers: [], tolerations: [{key: slinky.slurm.net/managed-node, operator: Equal, value: b1, effect: NoExecute}]}\n",
+        );
+        assert_eq!(with_toleration(&mutated), None);
+        let everything =
+            pod("spec: {schedulerName: b1, containers: [], tolerations: [{operator: Exists}]}\n");
+        assert_eq!(with_toleration(&everything), None);
     }
 }

@@ -286,8 +286,11 @@ impl Scheduler {
                     message: "a submission without the workload's root object".into(),
                 });
             }
-            Action::Label { pod, job_id } => {
-                pods::label(&self.client, ns, &pod, job_id)
+            Action::Label { pod: name, job_id } => {
+                let Some(pod) = pod(&name) else {
+                    return Ok(());
+                };
+                pods::label(&self.client, &pod, job_id)
                     .await
                     .map_err(kube_failed("label"))?;
                 self.metrics.action("label", None);
@@ -473,9 +476,10 @@ impl Scheduler {
         self.book.submitted(id, pod_names);
         // The pods' link to the job, and their finalizer. The workload's next pass (a binding)
         // comes after this one, so after the labels are written.
-        futures::future::try_join_all(pods.iter().map(|p| async move {
-            pods::label(&self.client, &key.namespace, &p.name_any(), id).await
-        }))
+        futures::future::try_join_all(
+            pods.iter()
+                .map(|p| async move { pods::label(&self.client, p, id).await }),
+        )
         .await
         .map_err(|e| Failed {
             action: "label",

@@ -133,7 +133,7 @@ fn base_grants() -> Vec<(
         ),
         ("", "pods/binding", &["create"], &[]),
         ("", "pods/status", &["patch"], &[]),
-        ("", "nodes", &["list", "watch"], &[]),
+        ("", "nodes", &["list", "watch", "patch"], &[]),
         ("events.k8s.io", "events", &["create", "patch"], &[]),
         ("apps", "replicasets", &["get"], &[]),
         ("apps", "deployments", &["get"], &[]),
@@ -612,8 +612,14 @@ fn a_slinky_values_file_renders() {
     assert!(args(&objects).contains(&"--leader-elect".to_string()));
     assert_eq!(pod["priorityClassName"], "system-cluster-critical");
     assert_eq!(pod["nodeSelector"], json!({"kubernetes.io/os": "linux"}));
+    // Slinky's tolerations come after the one of the bridge's own taint.
     assert_eq!(
         pod["tolerations"][0]["key"],
+        "slinky.slurm.net/managed-node"
+    );
+    assert_eq!(pod["tolerations"][0]["value"], "slurm-bridge-scheduler");
+    assert_eq!(
+        pod["tolerations"][1]["key"],
         "node-role.kubernetes.io/control-plane"
     );
     assert_eq!(

@@ -54,6 +54,11 @@ async fn gangs_wait_for_each_other_and_cordons_drain() {
     env.label_nodes();
     env.start_bridge("");
     external_nodes(&env, &slurm).await;
+    // Slurm's nodes get the bridge's taint (Slinky's), which keeps other schedulers' pods off.
+    for node in &env.nodes {
+        let what = format!("node/{node}");
+        env.wait_for(&what, TAINT, Duration::from_secs(30), |v| v == SCHEDULER);
+    }
 
     // Gang A: two 3-CPU pods, whole nodes (the default), one job on two nodes.
     env.apply(&group("a", 2));
@@ -68,6 +73,14 @@ async fn gangs_wait_for_each_other_and_cordons_drain() {
         );
     }
     let job_a = job_of(&env, "a-0");
+    // No webhook here: the bridge gave its pods the toleration of its taint.
+    assert_eq!(
+        env.get(
+            "pod/a-0",
+            "{.spec.tolerations[?(@.key==\"slinky.slurm.net/managed-node\")].value}"
+        ),
+        SCHEDULER
+    );
     assert_eq!(job_a, job_of(&env, "a-1"), "one job for the gang");
     assert_ne!(
         env.get("pod/a-0", "{.spec.nodeName}"),
@@ -165,4 +178,14 @@ async fn gangs_wait_for_each_other_and_cordons_drain() {
         },
     )
     .await;
+    // No longer a Slurm node: the taint goes.
+    env.wait_for(
+        &format!("node/{busy}"),
+        TAINT,
+        Duration::from_secs(30),
+        str::is_empty,
+    );
 }
+
+/// The value of a node's managed-node taint.
+const TAINT: &str = "{.spec.taints[?(@.key==\"slinky.slurm.net/managed-node\")].value}";

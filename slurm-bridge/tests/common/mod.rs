@@ -22,6 +22,8 @@ pub const IMAGE: &str = "localhost/slurm-dev/toolbox:latest";
 pub const SCHEDULER: &str = "slurm-bridge-scheduler";
 /// The label that makes a Kubernetes node a Slurm external node.
 pub const EXTERNAL: &str = "scheduler.slinky.slurm.net/external-node";
+/// The key of the bridge's node taint.
+pub const MANAGED_NODE: &str = "slinky.slurm.net/managed-node";
 
 pub fn ground() -> &'static Ground {
     Ground::shared()
@@ -289,6 +291,8 @@ impl Drop for TestEnv {
         for node in &self.nodes {
             let _ = g.kubectl(&["label", "node", node, &format!("{EXTERNAL}-")], None);
             let _ = g.kubectl(&["uncordon", node], None);
+            // The bridge is gone before it could lift its taint.
+            let _ = g.kubectl(&["taint", "node", node, &format!("{MANAGED_NODE}-")], None);
         }
     }
 }

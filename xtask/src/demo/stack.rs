@@ -21,6 +21,8 @@ const SLURM_NS: &str = "slurm";
 /// Where pods are scheduled by Slurm through the bridge.
 const WORK_NS: &str = "slurm-work";
 const EXTERNAL_NODE: &str = "scheduler.slinky.slurm.net/external-node";
+/// The bridge's taint on Slurm's nodes.
+const MANAGED_NODE: &str = "slinky.slurm.net/managed-node";
 
 #[derive(Debug, clap::Args)]
 pub struct StackArgs {
@@ -129,9 +131,12 @@ impl Demo {
             "the bridge (its token from a Token resource the operator fills), and the nodes it offers to Slurm",
         );
         let _ = self.kubectl(&["create", "namespace", WORK_NS]);
+        // Slurm gets all nodes but the first, which keeps the pods that do not tolerate the
+        // bridge's taint on Slurm's nodes (the operator's, for one).
         for node in self
             .kubectl(&["get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"])?
             .split_whitespace()
+            .skip(1)
         {
             self.kubectl(&[
                 "label",
@@ -232,6 +237,8 @@ impl Demo {
             .split_whitespace()
         {
             let _ = self.kubectl(&["label", "node", node, &format!("{EXTERNAL_NODE}-")]);
+            // The bridge is gone before it could lift its taint.
+            let _ = self.kubectl(&["taint", "node", node, &format!("{MANAGED_NODE}-")]);
         }
         for ns in [SLURM_NS, OPERATOR_NS] {
             let _ = self.kubectl(&["delete", "namespace", ns, "--wait=false"]);
