@@ -23,6 +23,9 @@ pub const EXTERNAL_NODE_LABEL: &str = "scheduler.slinky.slurm.net/external-node"
 pub const EXTERNAL_NODE_PARTITIONS_ANNOTATION: &str =
     "scheduler.slinky.slurm.net/external-node-partitions";
 
+/// Node annotation: the node's place in Slurm's dynamic topology (`topo-switch:s1,topo-block:b1`).
+pub const TOPOLOGY_ANNOTATION: &str = "topology.slinky.slurm.net/spec";
+
 /// Pod label naming a coscheduling PodGroup (`scheduling.x-k8s.io/v1alpha1`).
 pub const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 /// LeaderWorkerSet pod labels: the set's name and the group's index.

@@ -3,6 +3,8 @@
 //!   external node (no slurmd: Slurm schedules, the kubelet runs), with its CPUs, memory and
 //!   the partitions of `…/external-node-partitions` (default: the config's partition) as
 //!   features; when the label goes, the Slurm node is drained and deleted once idle;
+//!   an external node's features follow that annotation, and its topology the annotation
+//!   `topology.slinky.slurm.net/spec` (absent: left alone; empty: out of every topology);
 //! - a cordoned node's Slurm node is drained (reason `slurm-bridge: Node (<n>) was cordoned`),
 //!   and resumed on uncordon — only drains with that reason: an admin's drain stays.
 //!
@@ -18,6 +20,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube::runtime::reflector::Store;
+use slurm_client::model::NodeUpdate;
 use slurm_client::{Client, NodeState, NodeTracker};
 
 use crate::config::Config;
@@ -41,6 +44,14 @@ pub enum NodeAction {
     Resume,
     /// Delete the Slurm node.
     Delete,
+    /// Bring an external node's features (its partitions) and topology in line with the
+    /// Kubernetes node; `None` leaves that part as it is.
+    Sync {
+        /// New features (and active features).
+        features: Option<Vec<String>>,
+        /// New topology ("" takes the node out of every topology).
+        topology: Option<String>,
+    },
 }
 
 /// What Slurm says of a node, as far as this module needs.
@@ -54,6 +65,10 @@ pub struct SlurmSide {
     pub reason: Option<String>,
     /// Running jobs (allocated CPUs).
     pub busy: bool,
+    /// Its features.
+    pub features: Vec<String>,
+    /// Its topology (`topo-switch:s1,…`).
+    pub topology: Option<String>,
 }
 
 fn cordon_reason(node: &str) -> String {
@@ -66,6 +81,47 @@ fn unlabel_reason(node: &str) -> String {
         keys::DRAIN_REASON_PREFIX,
         keys::EXTERNAL_NODE_LABEL
     )
+}
+
+/// An external node's features: the partitions of its annotation, else the config's.
+fn partitions(node: &Node, config: &Config) -> Vec<String> {
+    let listed: Vec<String> = node
+        .annotations()
+        .get(keys::EXTERNAL_NODE_PARTITIONS_ANNOTATION)
+        .map(|p| {
+            p.split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    if listed.is_empty() {
+        vec![config.partition.clone()]
+    } else {
+        listed
+    }
+}
+
+/// The node's topology annotation: `None` when absent (the bridge leaves Slurm's topology of
+/// the node alone, which may come from topology.conf), `Some("")` to take it out of every
+/// topology.
+fn topology(node: &Node) -> Result<Option<String>, String> {
+    let Some(spec) = node.annotations().get(keys::TOPOLOGY_ANNOTATION) else {
+        return Ok(None);
+    };
+    let spec = spec.trim();
+    if spec
+        .chars()
+        .any(|c| c.is_whitespace() || c == '"' || c == '\'')
+    {
+        return Err(format!(
+            "node {}: annotation {} {spec:?} is not a Slurm topology (e.g. topo-switch:s1,topo-block:b1)",
+            node.name_any(),
+            keys::TOPOLOGY_ANNOTATION
+        ));
+    }
+    Ok(Some(spec.to_owned()))
 }
 
 /// The `new/node` line of an external node standing for `node`.
@@ -89,18 +145,11 @@ pub fn node_conf(node: &Node, config: &Config) -> Result<String, String> {
         .transpose()?
         .map(|m| (m / 1048576.0).floor() as u64)
         .unwrap_or(1);
-    let partitions = node
-        .annotations()
-        .get(keys::EXTERNAL_NODE_PARTITIONS_ANNOTATION)
-        .map(|p| {
-            p.split(',')
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| config.partition.clone());
+    let partitions = partitions(node, config).join(",");
+    let topology = topology(node)?
+        .filter(|t| !t.is_empty())
+        .map(|t| format!(" Topology={t}"))
+        .unwrap_or_default();
     // slurmctld resolves a node's name when it allocates it; the node's own address spares it a
     // DNS lookup that, for a Kubernetes node name, usually fails slowly.
     let address = node
@@ -111,7 +160,7 @@ pub fn node_conf(node: &Node, config: &Config) -> Result<String, String> {
         .map(|a| format!(" NodeAddr={}", a.address))
         .unwrap_or_default();
     Ok(format!(
-        "NodeName={name}{address} CPUs={cpus} RealMemory={memory_mb} State=EXTERNAL Feature={partitions}"
+        "NodeName={name}{address} CPUs={cpus} RealMemory={memory_mb} State=EXTERNAL Feature={partitions}{topology}"
     ))
 }
 
@@ -149,8 +198,26 @@ pub fn decide(
         {
             Some(Ok(NodeAction::Resume))
         }
+        Some(s) if s.external => sync(node, s, config),
         Some(_) => None,
     }
+}
+
+/// What an external node's features and topology lack of the Kubernetes node's.
+fn sync(node: &Node, slurm: &SlurmSide, config: &Config) -> Option<Result<NodeAction, String>> {
+    let sorted = |v: &[String]| {
+        let mut v = v.to_vec();
+        v.sort();
+        v
+    };
+    let wanted = partitions(node, config);
+    let features = (sorted(&wanted) != sorted(&slurm.features)).then_some(wanted);
+    let topology = match topology(node) {
+        Ok(t) => t.filter(|t| Some(t.as_str()) != slurm.topology.as_deref().or(Some(""))),
+        Err(e) => return Some(Err(e)),
+    };
+    (features.is_some() || topology.is_some())
+        .then_some(Ok(NodeAction::Sync { features, topology }))
 }
 
 /// Compares the nodes every few seconds and applies what [`decide`] and [`taint::wanted`] say.
@@ -187,6 +254,8 @@ pub async fn run(
                         drain: n.is_drain(),
                         reason: n.reason.clone().filter(|r| !r.is_empty()),
                         busy: n.cpus_allocated > 0,
+                        features: n.features.clone(),
+                        topology: n.topology.clone(),
                     },
                 )
             })
@@ -201,13 +270,22 @@ pub async fn run(
                 matches!(action, Ok(NodeAction::Create(_) | NodeAction::Delete));
             let result = match action {
                 Err(e) => {
-                    tracing::warn!(node = name, error = %e, "cannot register the external node");
+                    tracing::warn!(node = name, error = %e, "cannot register or update the external node");
                     continue;
                 }
                 Ok(NodeAction::Create(line)) => slurm.create_node(&line).await.map(drop),
                 Ok(NodeAction::Drain(reason)) => slurm.drain_node(&name, &reason).await.map(drop),
                 Ok(NodeAction::Resume) => slurm.resume_node(&name).await.map(drop),
                 Ok(NodeAction::Delete) => slurm.delete_node(&name).await.map(drop),
+                Ok(NodeAction::Sync { features, topology }) => {
+                    let update = NodeUpdate {
+                        active_features: features.clone(),
+                        features,
+                        topology,
+                        ..NodeUpdate::default()
+                    };
+                    slurm.update_node(&name, &update).await.map(drop)
+                }
             };
             metrics.slurm_call("node_update", result.as_ref().err());
             match result {
@@ -251,6 +329,8 @@ mod tests {
             drain,
             reason: reason.map(String::from),
             busy,
+            features: vec!["slurm-bridge".into()],
+            topology: None,
         }
     }
 
@@ -269,6 +349,82 @@ mod tests {
         // Not labelled, not in Slurm: never looked up.
         assert_eq!(
             decide(&node("metadata: {name: cp}\n"), None, &Config::default()),
+            None
+        );
+    }
+
+    #[test]
+    fn topology_goes_into_the_node_line_and_a_bad_one_is_named() {
+        let n = node(
+            "metadata: {name: k1, labels: {scheduler.slinky.slurm.net/external-node: 'true'}, annotations: {topology.slinky.slurm.net/spec: 'topo-switch:s1,topo-block:b1'}}\nstatus: {capacity: {cpu: '2'}}\n",
+        );
+        assert_eq!(
+            node_conf(&n, &Config::default()).unwrap(),
+            "NodeName=k1 CPUs=2 RealMemory=1 State=EXTERNAL Feature=slurm-bridge Topology=topo-switch:s1,topo-block:b1"
+        );
+        let bad = node(
+            "metadata: {name: k1, annotations: {topology.slinky.slurm.net/spec: 'a b'}}\nstatus: {capacity: {cpu: '2'}}\n",
+        );
+        let err = node_conf(&bad, &Config::default()).unwrap_err();
+        assert!(err.contains("topology.slinky.slurm.net/spec"), "{err}");
+    }
+
+    #[test]
+    fn an_external_node_follows_its_partitions_and_topology() {
+        let c = Config::default();
+        let labelled = |annotations: &str| {
+            node(&format!(
+                "metadata: {{name: k1, labels: {{scheduler.slinky.slurm.net/external-node: 'true'}}, annotations: {{{annotations}}}}}\n"
+            ))
+        };
+        let registered = side(true, false, None, false);
+        // In line: nothing to do; without the annotation, Slurm's topology is left alone.
+        assert_eq!(decide(&labelled(""), Some(&registered), &c), None);
+        let placed = SlurmSide {
+            topology: Some("default:s1".into()),
+            ..registered.clone()
+        };
+        assert_eq!(decide(&labelled(""), Some(&placed), &c), None);
+        assert_eq!(
+            decide(
+                &labelled("scheduler.slinky.slurm.net/external-node-partitions: 'a,b'"),
+                Some(&registered),
+                &c
+            ),
+            Some(Ok(NodeAction::Sync {
+                features: Some(vec!["a".into(), "b".into()]),
+                topology: None
+            }))
+        );
+        assert_eq!(
+            decide(
+                &labelled("topology.slinky.slurm.net/spec: 'topo-block:b2'"),
+                Some(&placed),
+                &c
+            ),
+            Some(Ok(NodeAction::Sync {
+                features: None,
+                topology: Some("topo-block:b2".into())
+            }))
+        );
+        // Empty: out of every topology, once.
+        assert_eq!(
+            decide(
+                &labelled("topology.slinky.slurm.net/spec: ''"),
+                Some(&placed),
+                &c
+            ),
+            Some(Ok(NodeAction::Sync {
+                features: None,
+                topology: Some(String::new())
+            }))
+        );
+        assert_eq!(
+            decide(
+                &labelled("topology.slinky.slurm.net/spec: ''"),
+                Some(&registered),
+                &c
+            ),
             None
         );
     }

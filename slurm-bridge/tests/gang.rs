@@ -1,7 +1,8 @@
 //! Gangs and nodes on the test ground against a real Slurm 26.05: a coscheduling PodGroup runs as
 //! one job on as many nodes as it has pods, a second one waits in Slurm (its pending reason on the
 //! pods) until the first ends; a cordon drains the Slurm node and uncordon resumes it; a node that
-//! loses the external-node label is drained, and deleted from Slurm once idle.
+//! loses the external-node label is drained, and deleted from Slurm once idle; an external
+//! node's features and topology follow its annotations.
 
 use crate::common;
 
@@ -189,3 +190,82 @@ async fn gangs_wait_for_each_other_and_cordons_drain() {
 
 /// The value of a node's managed-node taint.
 const TAINT: &str = "{.spec.taints[?(@.key==\"slinky.slurm.net/managed-node\")].value}";
+
+/// Two topologies: the default flat one, and a tree of two switches with no nodes yet, which
+/// external nodes join by their annotation.
+const TOPOLOGY: &str = "- topology: default
+  cluster_default: true
+  flat: true
+- topology: topo-switch
+  tree:
+    switches:
+      - switch: s1
+      - switch: s2
+";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn external_nodes_follow_their_partitions_and_topology() {
+    let g = ground();
+    let mut env = TestEnv::with_topology("topo", TOPOLOGY);
+    let slurm = env.slurm();
+    let node = env.nodes[0].clone();
+    g.ok(&[
+        "annotate",
+        "node",
+        &node,
+        "topology.slinky.slurm.net/spec=topo-switch:s1",
+        "--overwrite",
+    ]);
+    env.label_nodes();
+    env.start_bridge("");
+    external_nodes(&env, &slurm).await;
+    let read = || async { slurm.get_node(&node).await.ok().map(|n| n.into_value()) };
+    // Registered in its switch.
+    eventually("the node in switch s1", Duration::from_secs(30), || async {
+        let n = read().await?;
+        (n.topology.as_deref() == Some("topo-switch:s1")).then_some(())
+    })
+    .await;
+    // Moved, and given a second partition (a feature), on the running node.
+    g.ok(&[
+        "annotate",
+        "node",
+        &node,
+        "topology.slinky.slurm.net/spec=topo-switch:s2",
+        "scheduler.slinky.slurm.net/external-node-partitions=slurm-bridge,gpu",
+        "--overwrite",
+    ]);
+    eventually(
+        "the node in switch s2 with feature gpu",
+        Duration::from_secs(30),
+        || async {
+            let n = read().await?;
+            let mut features = n.features.clone();
+            features.sort();
+            (n.topology.as_deref() == Some("topo-switch:s2")
+                && features == ["gpu", "slurm-bridge"]
+                && n.active_features.contains(&"gpu".to_string()))
+            .then_some(())
+        },
+    )
+    .await;
+    // An empty annotation takes it out of every topology (an absent one leaves Slurm's alone).
+    g.ok(&[
+        "annotate",
+        "node",
+        &node,
+        "topology.slinky.slurm.net/spec=",
+        "--overwrite",
+    ]);
+    eventually(
+        "the node out of the tree",
+        Duration::from_secs(30),
+        || async {
+            let n = read().await?;
+            n.topology.is_none().then_some(())
+        },
+    )
+    .await;
+    // Still a node Slurm places jobs on. (The annotations go with `env`.)
+    assert!(read().await.is_some_and(|n| n.is_available()));
+}

@@ -158,3 +158,30 @@ async fn create_and_delete_dynamic_node() {
         assert_eq!(err.label(), "config", "{label}: {err}");
     }
 }
+
+#[tokio::test]
+async fn topology_updates_need_v0_0_43() {
+    for t in targets().await {
+        if t.version >= ApiVersion::V0_0_43 {
+            // Moving a node between topologies is in the bridge's test ground tests, which
+            // give Slurm a topology.yaml.
+            continue;
+        }
+        let label = t.label();
+        let name = last_node(&t).await;
+        let update = NodeUpdate {
+            topology: Some("topo-switch:s1".into()),
+            ..NodeUpdate::default()
+        };
+        match t.client.update_node(&name, &update).await {
+            Err(Error::Unsupported {
+                version, operation, ..
+            }) => {
+                assert_eq!(version, t.version, "{label}");
+                assert_eq!(operation, "node topology update", "{label}");
+            }
+            other => panic!("{label}: {other:?}"),
+        }
+        assert_eq!(t.client.get_node(&name).await.unwrap().value.topology, None);
+    }
+}

@@ -48,7 +48,12 @@ impl TestEnv {
 
     /// [`new`](Self::new), with `extra` lines appended to slurm.conf.
     pub fn with_slurm_conf(prefix: &str, extra: &str) -> TestEnv {
-        TestEnv::setup(prefix, extra, false)
+        TestEnv::setup(prefix, extra, false, None)
+    }
+
+    /// [`new`](Self::new), with Slurm's `topology.yaml`.
+    pub fn with_topology(prefix: &str, topology_yaml: &str) -> TestEnv {
+        TestEnv::setup(prefix, "", false, Some(topology_yaml))
     }
 
     /// [`new`](Self::new), with slurmdbd (and MariaDB) enforcing associations and limits, as
@@ -61,10 +66,11 @@ impl TestEnv {
              AccountingStoragePort=6819\n\
              AccountingStorageEnforce=associations,limits\n",
             true,
+            None,
         )
     }
 
-    fn setup(prefix: &str, extra: &str, accounting: bool) -> TestEnv {
+    fn setup(prefix: &str, extra: &str, accounting: bool, topology: Option<&str>) -> TestEnv {
         let g = ground();
         let ns = g.namespace(prefix);
         let slurm_key = random_key();
@@ -109,6 +115,13 @@ impl TestEnv {
                 "    MaxNodeCount=64\n{}",
                 indent(&extra.replace("NAMESPACE", &ns.name))
             ),
+        )
+        .replace(
+            "  cgroup.conf: |\n",
+            &(topology
+                .map(|t| format!("  topology.yaml: |\n{}", indent(t)))
+                .unwrap_or_default()
+                + "  cgroup.conf: |\n"),
         );
         g.apply(&ns.name, &manifest);
         let dir = std::env::temp_dir().join(format!("bridge-test-{}", std::process::id()));
@@ -293,6 +306,16 @@ impl Drop for TestEnv {
             let _ = g.kubectl(&["uncordon", node], None);
             // The bridge is gone before it could lift its taint.
             let _ = g.kubectl(&["taint", "node", node, &format!("{MANAGED_NODE}-")], None);
+            let _ = g.kubectl(
+                &[
+                    "annotate",
+                    "node",
+                    node,
+                    "topology.slinky.slurm.net/spec-",
+                    "scheduler.slinky.slurm.net/external-node-partitions-",
+                ],
+                None,
+            );
         }
     }
 }

@@ -140,6 +140,8 @@ pub struct Node {
     pub architecture: Option<String>,
     /// Operating system.
     pub operating_system: Option<String>,
+    /// Its place in a dynamic topology (`topo-switch:s1,topo-block:b1`); REST v0.0.43+.
+    pub topology: Option<String>,
 }
 
 impl Node {
@@ -356,6 +358,9 @@ pub struct NodeUpdate {
     pub extra: Option<String>,
     /// New scheduling weight.
     pub weight: Option<u32>,
+    /// New place in a dynamic topology (`scontrol update topology=…`; "" takes it out);
+    /// REST v0.0.43+.
+    pub topology: Option<String>,
 }
 
 impl NodeUpdate {

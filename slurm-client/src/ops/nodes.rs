@@ -141,7 +141,7 @@ fn not_modified(result: Result<Response<NodeList>, Error>) -> Result<Response<No
 }
 
 /// The part every version shares; expects the aliases `NodesResp`, `NodeItem`,
-/// `UpdateReq`, `PlainResp` in scope.
+/// `UpdateReq`, `PlainResp` and the functions `topology` and `set_topology` in scope.
 macro_rules! nodes_version {
     () => {
         use crate::model::{
@@ -169,6 +169,7 @@ macro_rules! nodes_version {
         }
 
         fn node(n: NodeItem) -> Node {
+            let topology = topology(&n);
             let (state, state_flags) = split_states(
                 strings(n.state),
                 NodeState::parse,
@@ -217,6 +218,7 @@ macro_rules! nodes_version {
                 version: text(n.version),
                 architecture: text(n.architecture),
                 operating_system: text(n.operating_system),
+                topology,
             }
         }
 
@@ -227,6 +229,9 @@ macro_rules! nodes_version {
         ) -> Result<Response<()>, Error> {
             let u = update.clone();
             let mut body = UpdateReq::default();
+            if let Err(operation) = set_topology(&mut body, u.topology) {
+                return Err(client.unsupported(operation).await);
+            }
             body.state = u.state.map(|s| vec![s.as_str().to_string()].into());
             body.reason = u.reason;
             body.features = u.features.map(Into::into);
@@ -245,6 +250,41 @@ macro_rules! nodes_version {
                 .request::<PlainResp>(Request::delete(path))
                 .await?
                 .map(|_| ()))
+        }
+    };
+}
+
+/// A node's topology (`topology`, update `topology_str`): v0.0.43+.
+#[allow(unused_macros)] // not every version needs it
+macro_rules! node_topology {
+    () => {
+        fn topology(n: &NodeItem) -> Option<String> {
+            n.topology.clone().filter(|t| !t.is_empty())
+        }
+
+        fn set_topology(
+            body: &mut UpdateReq,
+            topology: Option<String>,
+        ) -> Result<(), &'static str> {
+            body.topology_str = topology;
+            Ok(())
+        }
+    };
+}
+
+/// Before v0.0.43 (Slurm 25.05) nodes have no topology of their own.
+#[allow(unused_macros)] // not every version needs it
+macro_rules! no_node_topology {
+    () => {
+        fn topology(_: &NodeItem) -> Option<String> {
+            None
+        }
+
+        fn set_topology(_: &mut UpdateReq, topology: Option<String>) -> Result<(), &'static str> {
+            match topology {
+                Some(_) => Err("node topology update"),
+                None => Ok(()),
+            }
         }
     };
 }
@@ -273,6 +313,7 @@ mod v0_0_40 {
     type NodeItem = t::V0040Node;
     type UpdateReq = t::V0040UpdateNodeMsg;
     type PlainResp = t::V0040OpenapiResp;
+    no_node_topology!();
     nodes_version!();
     unsupported! { create(path: String, conf: &str) -> Response<()> = "node creation"; }
 }
@@ -284,6 +325,7 @@ mod v0_0_41 {
     type NodeItem = t::V0041OpenapiNodesRespNodesItem;
     type UpdateReq = t::V0041UpdateNodeMsg;
     type PlainResp = t::V0041OpenapiResp;
+    no_node_topology!();
     nodes_version!();
     unsupported! { create(path: String, conf: &str) -> Response<()> = "node creation"; }
 }
@@ -295,6 +337,7 @@ mod v0_0_42 {
     type NodeItem = t::V0042Node;
     type UpdateReq = t::V0042UpdateNodeMsg;
     type PlainResp = t::V0042OpenapiResp;
+    no_node_topology!();
     nodes_version!();
     unsupported! { create(path: String, conf: &str) -> Response<()> = "node creation"; }
 }
@@ -306,6 +349,7 @@ mod v0_0_43 {
     type NodeItem = t::V0043Node;
     type UpdateReq = t::V0043UpdateNodeMsg;
     type PlainResp = t::V0043OpenapiResp;
+    node_topology!();
     nodes_version!();
     unsupported! { create(path: String, conf: &str) -> Response<()> = "node creation"; }
 }
@@ -317,6 +361,7 @@ mod v0_0_44 {
     type NodeItem = t::V0044Node;
     type UpdateReq = t::V0044UpdateNodeMsg;
     type PlainResp = t::V0044OpenapiResp;
+    node_topology!();
     nodes_version!();
     create_node!(t::V0044OpenapiCreateNodeReq);
 }
@@ -328,6 +373,7 @@ mod v0_0_45 {
     type NodeItem = t::V0045Node;
     type UpdateReq = t::V0045UpdateNodeMsg;
     type PlainResp = t::V0045OpenapiResp;
+    node_topology!();
     nodes_version!();
     create_node!(t::V0045OpenapiCreateNodeReq);
 }
