@@ -13,7 +13,9 @@
 //! - both again with 20,000 unrelated held jobs in Slurm (5,000 with `SLURM_BENCH_QUICK=1`).
 //!
 //! Each round fills every CPU of the external nodes with 1-CPU jobs or pods, and rounds of the
-//! floor and the bridge alternate, so the two see the same cluster. Ratios are printed at the end.
+//! floor and the bridge alternate, so the two see the same cluster; each starts after a wait that
+//! spreads the round starts over slurmctld's one-second scheduling cycle (see [`phase`]). Ratios
+//! are printed at the end.
 //!
 //! ```sh
 //! cargo bench -p slurm-bridge --bench bridge      # or: cargo xtask bench
@@ -127,9 +129,11 @@ async fn run(quick: bool) {
         let mut gap = Duration::from_millis(30);
         for round in 0..rounds {
             let tag = format!("{}{round}", if extra > 0 { "f" } else { "e" });
+            tokio::time::sleep(phase(2 * round)).await;
             let (latencies, rate) = raw_round(&slurm, slots, &tag, gap).await;
             f.raw_latency.extend(latencies);
             f.raw_rate.push(rate);
+            tokio::time::sleep(phase(2 * round + 1)).await;
             bridge_round(&env, &pods, &seen, &slurm, slots, &tag, &mut f).await;
             gap = *f.create_span.last().expect("a round ran") / slots as u32;
         }
@@ -141,6 +145,16 @@ async fn run(quick: bool) {
         settings.push((label, f));
     }
     report(&settings);
+}
+
+/// The wait before the `k`th round. slurmctld starts most jobs on a pass of its one-second
+/// cycle, so a job's wait depends on where in that cycle it is submitted. A round that starts
+/// when the one before is over starts at much the same point of the cycle every time (a bridge
+/// round about 0.3 s after the pass that started the floor's jobs), which measures that point,
+/// not the bridge. The waits spread each side's round starts evenly over a second (a golden-ratio
+/// sequence: even `k` for the floor, odd for the bridge).
+fn phase(k: usize) -> Duration {
+    Duration::from_secs_f64((k as f64 * 0.618_033_988_75).fract())
 }
 
 /// Follows the namespace's pods: when each was first seen bound and Running.
