@@ -39,9 +39,10 @@ pub fn unfit(pod: &Pod, node: &Node, pods_on_node: usize) -> Option<String> {
     let tolerations = pod_spec.tolerations.unwrap_or_default();
     // The bridge's own taint: the bridge gives its pods the toleration before binding them.
     let ours = |taint: &Taint| {
-        taint.key == keys::MANAGED_NODE_TAINT
-            && taint.value.is_some()
-            && taint.value == pod_spec.scheduler_name
+        pod_spec
+            .scheduler_name
+            .as_deref()
+            .is_some_and(|s| crate::taint::is_ours(taint, s))
     };
     for taint in spec.taints.iter().flatten() {
         if matches!(taint.effect.as_str(), "NoSchedule" | "NoExecute")

@@ -4,8 +4,8 @@
 //! slurm-bridge (scheduler name, annotations, labels, config file); see the crate README.
 //!
 //! Layout: pure decisions ([`workload`], [`annotations`], [`translate`], [`feasible`],
-//! [`decide`], [`taint`]) and the loops that feed and apply them ([`scheduler`], [`jobs`], [`nodes`],
-//! [`webhook`]).
+//! [`decide`], [`taint`]) and the loops that feed and apply them ([`scheduler`], [`jobs`],
+//! [`nodes`], [`webhook`]).
 
 pub mod annotations;
 pub mod assumed;

@@ -6,8 +6,7 @@
 //!   an external node's features follow that annotation, and its topology the annotation
 //!   `topology.slinky.slurm.net/spec` (absent: left alone; empty: out of every topology);
 //! - a cordoned node's Slurm node is drained (reason `slurm-bridge: Node (<n>) was cordoned`),
-//!   and resumed on uncordon — only drains with that reason: an admin's drain stays.
-//!
+//!   and resumed on uncordon — only drains with that reason: an admin's drain stays;
 //! - a Kubernetes node that is a Slurm node gets the bridge's taint ([`crate::taint`]).
 //!
 //! Only Kubernetes nodes that are Slurm nodes (by name or `slinky.slurm.net/slurm-nodename`) or

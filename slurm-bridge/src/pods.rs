@@ -45,18 +45,14 @@ pub async fn label(client: &Client, pod: &Pod, job_id: u32) -> kube::Result<()> 
 fn with_toleration(pod: &Pod) -> Option<Vec<Toleration>> {
     let spec = pod.spec.as_ref()?;
     let scheduler = spec.scheduler_name.as_deref()?;
-    let managed = taint::managed(scheduler);
     let mut tolerations = spec.tolerations.clone().unwrap_or_default();
-    if tolerations.iter().any(|t| tolerates(t, &managed)) {
+    if tolerations
+        .iter()
+        .any(|t| tolerates(t, &taint::managed(scheduler)))
+    {
         return None;
     }
-    tolerations.push(Toleration {
-        key: Some(managed.key),
-        operator: Some("Equal".into()),
-        value: managed.value,
-        effect: Some(managed.effect),
-        toleration_seconds: None,
-    });
+    tolerations.push(taint::toleration(scheduler));
     Some(tolerations)
 }
 

@@ -7,7 +7,7 @@
 //! Adding a `NoExecute` taint evicts what does not tolerate it, so it is added only to a node
 //! the last Slurm node listing named; a failed listing changes no taint.
 
-use k8s_openapi::api::core::v1::{Node, Taint};
+use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
@@ -25,7 +25,19 @@ pub fn managed(scheduler: &str) -> Taint {
     }
 }
 
-fn is_ours(taint: &Taint, scheduler: &str) -> bool {
+/// The toleration of [`managed`], as the webhook and the bridge give it to the bridge's pods.
+pub fn toleration(scheduler: &str) -> Toleration {
+    Toleration {
+        key: Some(keys::MANAGED_NODE_TAINT.into()),
+        operator: Some("Equal".into()),
+        value: Some(scheduler.into()),
+        effect: Some("NoExecute".into()),
+        toleration_seconds: None,
+    }
+}
+
+/// Whether `taint` is the one a bridge named `scheduler` sets.
+pub fn is_ours(taint: &Taint, scheduler: &str) -> bool {
     taint.key == keys::MANAGED_NODE_TAINT && taint.value.as_deref() == Some(scheduler)
 }
 

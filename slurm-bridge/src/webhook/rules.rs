@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::annotations;
 use crate::keys;
+use crate::taint;
 
 /// The default scheduler's name: pods that name it (or none) are handed to the bridge.
 pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
@@ -37,12 +38,7 @@ pub fn mutate(pod: &Pod, scheduler: &str) -> Vec<PatchOperation> {
             path: pointer("/spec/nodeName"),
         }));
     }
-    let toleration = json!({
-        "key": keys::MANAGED_NODE_TAINT,
-        "operator": "Equal",
-        "value": scheduler,
-        "effect": "NoExecute",
-    });
+    let toleration = json!(taint::toleration(scheduler));
     let tolerations = spec.tolerations.as_deref().unwrap_or_default();
     let has = tolerations.iter().any(|t| {
         t.key.as_deref() == Some(keys::MANAGED_NODE_TAINT) && t.value.as_deref() == Some(scheduler)
