@@ -10,8 +10,10 @@
 //! bytes a job, for all of them in one request): every 25 ms while a pending one was submitted
 //! less than 5 s ago (Slurm starts most jobs on its next scheduling pass, within a second of
 //! their submission), else every 100 ms; at least a millisecond per job. A start or an end is
-//! seen within a poll of it, and a job whose state moved is read whole at once (for its nodes,
-//! its reason). Besides that, a pending job is read whole each follow period (its pending reason
+//! seen within a poll of it, and a job whose state moved is read at once: a pending job that
+//! started, by its resource layout (`GET …/resources/{id}`, REST v0.0.44+: its nodes in 1 KiB,
+//! against 10 KiB for the whole job, which matters when a scheduling pass starts many jobs at
+//! once), any other whole (for its nodes, its reason). Besides that, a pending job is read whole each follow period (its pending reason
 //! shows that late at worst), a running one every ten periods (the nodes of a running job change
 //! only when an admin shrinks it).
 
@@ -38,6 +40,10 @@ pub struct Entry {
     next_read: Instant,
     /// When the book got it.
     added: Instant,
+    /// The state the last poll gave, when it differs from `seen`'s.
+    polled: Option<JobState>,
+    /// Whether `seen` is a whole record from Slurm (not what a submission or a layout implied).
+    whole: bool,
 }
 
 /// The follower's first read of a job its caller has just read itself.
@@ -64,9 +70,11 @@ impl Entry {
         let now = Instant::now();
         Entry {
             pods,
+            whole: matches!(seen, Seen::Job(_)),
             seen,
             next_read: now,
             added: now,
+            polled: None,
         }
     }
 }
@@ -113,6 +121,9 @@ struct Inner {
     jobs: HashMap<u32, Entry>,
     /// The longest wait between two reads of a job that can still change.
     period: Duration,
+    /// Whether slurmrestd answers resource layouts (REST v0.0.44+); cleared by an
+    /// `Unsupported` answer.
+    layouts: bool,
 }
 
 impl Default for Inner {
@@ -120,8 +131,18 @@ impl Default for Inner {
         Inner {
             jobs: HashMap::new(),
             period: Duration::from_secs(1),
+            layouts: true,
         }
     }
+}
+
+/// How a due job is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// `GET …/job/{id}`.
+    Whole,
+    /// `GET …/resources/{id}`, for the nodes of a pending job that the poll saw start.
+    Layout,
 }
 
 impl JobBook {
@@ -161,6 +182,7 @@ impl JobBook {
         job.id = id;
         job.state = JobState::Pending;
         let mut entry = Entry::new(pods, Seen::Job(Box::new(job)));
+        entry.whole = false;
         let mut inner = self.inner.lock().expect("not poisoned");
         entry.next_read += inner.period;
         inner.jobs.insert(id, entry);
@@ -203,16 +225,26 @@ impl JobBook {
             .max()
     }
 
-    /// The jobs that can still change and are due for a read at `now`, with their pods.
-    pub fn due(&self, now: Instant) -> Vec<(u32, Vec<String>)> {
+    /// The jobs that can still change and are due for a read at `now`, with their pods, and
+    /// how to read each.
+    pub fn due(&self, now: Instant) -> Vec<(u32, Vec<String>, Read)> {
         let inner = self.inner.lock().expect("not poisoned");
         let mut due: Vec<_> = inner
             .jobs
             .iter()
             .filter(|(_, e)| e.active() && e.next_read <= now)
-            .map(|(id, e)| (*id, e.pods.clone()))
+            .map(|(id, e)| {
+                let started = matches!(&e.seen, Seen::Job(job) if job.state == JobState::Pending)
+                    && e.polled == Some(JobState::Running);
+                let read = if started && inner.layouts {
+                    Read::Layout
+                } else {
+                    Read::Whole
+                };
+                (*id, e.pods.clone(), read)
+            })
             .collect();
-        due.sort();
+        due.sort_by_key(|(id, _, _)| *id);
         due
     }
 
@@ -256,6 +288,7 @@ impl JobBook {
             );
             if !unchanged {
                 entry.next_read = now;
+                entry.polled = answered.get(id).map(|s| (*s).clone());
                 moved += 1;
             }
         }
@@ -270,6 +303,36 @@ impl JobBook {
             if let Some(entry) = inner.jobs.get_mut(id) {
                 entry.next_read = entry.next_read.min(latest);
             }
+        }
+    }
+
+    /// The Slurm nodes pending job `id` must not run on, from its last whole reading (or the
+    /// last update [`JobBook::excluded`] recorded); `None` when the job is not pending or not
+    /// read whole yet.
+    pub fn exclusions(&self, id: u32) -> Option<Vec<String>> {
+        let inner = self.inner.lock().expect("not poisoned");
+        let entry = inner.jobs.get(&id).filter(|e| e.whole)?;
+        let Seen::Job(job) = &entry.seen else {
+            return None;
+        };
+        (job.state == JobState::Pending).then(|| {
+            let list = job.excluded_nodes.as_deref().unwrap_or_default();
+            let names = slurm_client::hostlist::expand(list).unwrap_or_else(|_| vec![list.into()]);
+            sorted(names.into_iter().filter(|n| !n.is_empty()))
+        })
+    }
+
+    /// Records that Slurm accepted `nodes` as pending job `id`'s excluded nodes, until the next
+    /// whole read says what Slurm has.
+    pub fn excluded(&self, id: u32, nodes: &[String]) {
+        let mut inner = self.inner.lock().expect("not poisoned");
+        if let Some(Entry {
+            seen: Seen::Job(job),
+            ..
+        }) = inner.jobs.get_mut(&id)
+        {
+            job.excluded_nodes =
+                (!nodes.is_empty()).then(|| slurm_client::hostlist::compress(nodes));
         }
     }
 
@@ -334,10 +397,57 @@ impl JobBook {
         }
         let changed = !same(&entry.seen, &seen);
         entry.seen = seen;
+        entry.whole = true;
+        entry.polled = None;
         let pending = matches!(&entry.seen, Seen::Job(job) if job.state == JobState::Pending);
         entry.next_read = Instant::now() + next_wait(pending, period);
         Ok(changed)
     }
+
+    /// Reads where pending job `id`, which the poll saw start, runs (its resource layout) and
+    /// records it as running there; returns whether that changed anything. The whole job is
+    /// read a period later, for the rest of its record. Any failure (a version without the
+    /// call, a job that ended meanwhile) falls back to [`JobBook::refresh`].
+    pub async fn refresh_started(
+        &self,
+        client: &Client,
+        id: u32,
+    ) -> Result<bool, slurm_client::Error> {
+        let nodes = match client.job_layout(id).await {
+            Ok(layout) => layout.into_value(),
+            Err(e) => {
+                if matches!(e, slurm_client::Error::Unsupported { .. }) {
+                    self.inner.lock().expect("not poisoned").layouts = false;
+                }
+                tracing::debug!(job = id, error = %e, "no resource layout; reading the whole job");
+                return self.refresh(client, id).await;
+            }
+        };
+        if nodes.is_empty() {
+            return self.refresh(client, id).await;
+        }
+        let mut inner = self.inner.lock().expect("not poisoned");
+        let period = inner.period;
+        let Some(entry) = inner.jobs.get_mut(&id) else {
+            return Ok(false);
+        };
+        let Seen::Job(job) = &mut entry.seen else {
+            return Ok(false);
+        };
+        let before = Seen::Job(job.clone());
+        started(job, nodes.iter().map(|n| n.node.as_str()));
+        let changed = !same(&before, &entry.seen);
+        entry.polled = None;
+        entry.next_read = Instant::now() + period;
+        Ok(changed)
+    }
+}
+
+/// Records in `job` that it runs on `nodes` (from its resource layout).
+fn started<'a>(job: &mut Job, nodes: impl IntoIterator<Item = &'a str>) {
+    job.state = JobState::Running;
+    job.reason = None;
+    job.nodes = Some(slurm_client::hostlist::compress(nodes));
 }
 
 /// Whether `job` is this bridge's: an external job with an admin_comment naming pods and the
@@ -398,13 +508,23 @@ pub async fn follow(
         let due = book.due(Instant::now());
         // Each answer is acted on as it arrives, not when the slowest of the tick's reads is in.
         let mut reads = futures::stream::iter(due)
-            .map(|(id, pods)| {
+            .map(|(id, pods, read)| {
                 let (book, client) = (book.clone(), client.clone());
-                async move { (id, pods, book.refresh(&client, id).await) }
+                async move {
+                    let result = match read {
+                        Read::Whole => book.refresh(&client, id).await,
+                        Read::Layout => book.refresh_started(&client, id).await,
+                    };
+                    (id, pods, read, result)
+                }
             })
             .buffer_unordered(8);
-        while let Some((id, pods, result)) = reads.next().await {
-            metrics.slurm_call("get_job", result.as_ref().err());
+        while let Some((id, pods, read, result)) = reads.next().await {
+            let call = match read {
+                Read::Whole => "get_job",
+                Read::Layout => "job_layout",
+            };
+            metrics.slurm_call(call, result.as_ref().err());
             match result {
                 Ok(true) => {
                     let pods = if pods.is_empty() {
@@ -605,9 +725,46 @@ mod tests {
         let due: Vec<u32> = book
             .due(Instant::now())
             .into_iter()
-            .map(|(id, _)| id)
+            .map(|(id, _, _)| id)
             .collect();
         assert_eq!(due, [2, 3, 5]);
+    }
+
+    #[test]
+    fn a_pending_job_the_poll_saw_start_is_read_by_its_layout() {
+        let book = JobBook::default();
+        book.submitted(1, vec!["ns/a".into()]);
+        book.submitted(2, vec!["ns/b".into()]);
+        let status = |id, state| {
+            let mut s = JobStatus::default();
+            s.id = id;
+            s.state = state;
+            s
+        };
+        book.states_seen(
+            &[1, 2],
+            &[status(1, JobState::Running), status(2, JobState::Cancelled)],
+        );
+        let reads: Vec<(u32, Read)> = book
+            .due(Instant::now())
+            .into_iter()
+            .map(|(id, _, read)| (id, read))
+            .collect();
+        assert_eq!(reads, [(1, Read::Layout), (2, Read::Whole)]);
+        // A slurmrestd without the call: whole reads.
+        book.inner.lock().unwrap().layouts = false;
+        assert_eq!(book.due(Instant::now())[0].2, Read::Whole);
+    }
+
+    #[test]
+    fn a_layout_makes_the_job_running_on_its_nodes() {
+        let mut job = Job::default();
+        job.state = JobState::Pending;
+        job.reason = Some("Priority".into());
+        started(&mut job, ["n2", "n1", "n3"]);
+        assert_eq!(job.state, JobState::Running);
+        assert_eq!(job.reason, None);
+        assert_eq!(job_nodes(&job), ["n1", "n2", "n3"]);
     }
 
     #[test]
@@ -617,10 +774,13 @@ mod tests {
         book.insert(2, vec![], Seen::Missing);
         book.insert(3, vec!["ns/c".into()], Seen::Unread);
         let now = Instant::now();
-        assert_eq!(book.due(now), [(1, vec![])]);
+        assert_eq!(book.due(now), [(1, vec![], Read::Whole)]);
         assert_eq!(
             book.due(now + FIRST_WAIT),
-            [(1, vec![]), (3, vec!["ns/c".to_string()])]
+            [
+                (1, vec![], Read::Whole),
+                (3, vec!["ns/c".to_string()], Read::Whole)
+            ]
         );
         book.inner
             .lock()

@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
+use slurm_client::{JobState, JobUpdate};
 use tokio::sync::mpsc;
 
 use crate::assumed::Assumed;
@@ -189,7 +190,73 @@ impl Scheduler {
                 (action, _) => self.apply(key, &members, action).await?,
             }
         }
+        if let JobView::Known {
+            id,
+            state: JobState::Pending,
+            ..
+        } = workload.job
+        {
+            self.exclude(id, &members).await;
+        }
         Ok(())
+    }
+
+    /// Keeps pending job `id`'s excluded nodes what Kubernetes allows its pods now: a node
+    /// tainted or cordoned after the submission is added, one usable again is taken out. Only
+    /// Slurm nodes that exist count, so a name Slurm keeps for a deleted node does not bring an
+    /// update per pass. A failed update is logged and tried again on the next pass; the
+    /// workload's other actions do not wait on it.
+    async fn exclude(&self, id: u32, members: &[Arc<Pod>]) {
+        let (Some(current), Some(slurm_nodes)) =
+            (self.book.exclusions(id), self.slurm_nodes.names())
+        else {
+            return;
+        };
+        let pods: Vec<&Pod> = members
+            .iter()
+            .filter(|p| {
+                let v = view(p);
+                !v.gone() && v.bound_node.is_none() && v.deleting.is_none()
+            })
+            .map(|p| &**p)
+            .collect();
+        if pods.is_empty() {
+            return;
+        }
+        let wanted = self.excluded_for(&pods, &slurm_nodes);
+        let current: Vec<String> = current
+            .into_iter()
+            .filter(|n| slurm_nodes.contains(n))
+            .collect();
+        if wanted == current {
+            return;
+        }
+        let update = JobUpdate::default().excluded_nodes(wanted.iter().cloned());
+        let result = self.slurm.update_job(id, &update).await;
+        self.metrics.slurm_call("update_job", result.as_ref().err());
+        match result {
+            Ok(_) => {
+                tracing::info!(job = id, excluded = %wanted.join(","), was = %current.join(","), "updated the pending job's excluded nodes");
+                self.book.excluded(id, &wanted);
+            }
+            Err(e) => {
+                tracing::warn!(job = id, error = %e, "cannot update the pending job's excluded nodes")
+            }
+        }
+    }
+
+    /// The Slurm nodes (of `slurm_nodes`) that Kubernetes does not allow for `pods` now.
+    fn excluded_for(&self, pods: &[&Pod], slurm_nodes: &BTreeSet<String>) -> Vec<String> {
+        let nodes: Vec<Node> = self.nodes.state().iter().map(|n| (**n).clone()).collect();
+        let mut pods_on: BTreeMap<String, usize> = BTreeMap::new();
+        for p in self.pods.state() {
+            if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone())
+                && !view(&p).gone()
+            {
+                *pods_on.entry(node).or_default() += 1;
+            }
+        }
+        feasible::excluded_nodes(pods, &nodes, slurm_nodes, &pods_on)
     }
 
     fn managed(&self, pod: &Pod) -> bool {
@@ -407,16 +474,7 @@ impl Scheduler {
                 message: "the Slurm node list has not been read yet".into(),
             });
         };
-        let nodes: Vec<Node> = self.nodes.state().iter().map(|n| (**n).clone()).collect();
-        let mut pods_on: BTreeMap<String, usize> = BTreeMap::new();
-        for p in self.pods.state() {
-            if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone())
-                && !view(&p).gone()
-            {
-                *pods_on.entry(node).or_default() += 1;
-            }
-        }
-        let excluded = feasible::excluded_nodes(&pods, &nodes, &slurm_nodes, &pods_on);
+        let excluded = self.excluded_for(&pods, &slurm_nodes);
         let usable = slurm_nodes.len() - excluded.len();
         if usable < pods.len() {
             let message = format!(

@@ -1,6 +1,7 @@
 //! Gangs and nodes on the test ground against a real Slurm 26.05: a coscheduling PodGroup runs as
 //! one job on as many nodes as it has pods, a second one waits in Slurm (its pending reason on the
-//! pods) until the first ends; a cordon drains the Slurm node and uncordon resumes it; a node that
+//! pods) until the first ends, its pending job's excluded nodes following a taint that comes and
+//! goes meanwhile; a cordon drains the Slurm node and uncordon resumes it; a node that
 //! loses the external-node label is drained, and deleted from Slurm once idle; an external
 //! node's features and topology follow its annotations.
 
@@ -9,7 +10,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::{
-    IMAGE, SCHEDULER, TestEnv, eventually, external_nodes, ground, install_crd, slurm_nodes,
+    IMAGE, KEEP_OFF, SCHEDULER, TestEnv, eventually, external_nodes, ground, install_crd,
+    slurm_nodes,
 };
 use slurm_client::JobState;
 
@@ -112,6 +114,46 @@ async fn gangs_wait_for_each_other_and_cordons_drain() {
     );
     assert_eq!(env.get("pod/b-1", "{.spec.nodeName}"), "");
 
+    // A node tainted while gang B waits is excluded from its pending job, and taken out of the
+    // exclusions when the taint goes.
+    let job_b: u32 = job_of(&env, "b-0").parse().unwrap();
+    let busy_a = [
+        env.get("pod/a-0", "{.spec.nodeName}"),
+        env.get("pod/a-1", "{.spec.nodeName}"),
+    ];
+    let free = env
+        .nodes
+        .iter()
+        .find(|n| !busy_a.contains(n))
+        .unwrap()
+        .clone();
+    let excluded = |wanted: bool| {
+        let (slurm, free) = (slurm.clone(), free.clone());
+        async move {
+            eventually(
+                "the pending job's excluded nodes follow the taint",
+                Duration::from_secs(30),
+                || async {
+                    let job = slurm.get_job(job_b).await.ok()?.into_value();
+                    let list = job.excluded_nodes.unwrap_or_default();
+                    let has = slurm_client::hostlist::expand(&list)
+                        .unwrap_or_default()
+                        .contains(&free);
+                    (has == wanted).then_some(())
+                },
+            )
+            .await
+        }
+    };
+    let taint = format!("{KEEP_OFF}=b:NoSchedule");
+    g.ok(&["taint", "node", &free, &taint]);
+    excluded(true).await;
+    g.ok(&["taint", "node", &free, &format!("{taint}-")]);
+    excluded(false).await;
+    // Again, and gang B starts on the nodes gang A leaves, not on the tainted one.
+    g.ok(&["taint", "node", &free, &taint]);
+    excluded(true).await;
+
     // Gang A ends; gang B runs.
     env.ground_delete("pod/a-0");
     env.ground_delete("pod/a-1");
@@ -122,7 +164,9 @@ async fn gangs_wait_for_each_other_and_cordons_drain() {
             Duration::from_secs(90),
             |p| p == "Running",
         );
+        assert_ne!(env.get(&format!("pod/{pod}"), "{.spec.nodeName}"), free);
     }
+    g.ok(&["taint", "node", &free, &format!("{taint}-")]);
 
     // A cordon drains the Slurm node with the bridge's reason; uncordon resumes it.
     let node = env.nodes.last().unwrap().clone();

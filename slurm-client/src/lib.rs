@@ -125,11 +125,12 @@ pub use model::{
     Wckey,
 };
 pub use model::{
-    ArrayInfo, BackfillStats, ControllerPing, Diag, ExitCode, Job, JobCounters, JobFlag, JobList,
-    JobQuery, JobState, JobStatus, JobSubmission, JobUpdate, License, Limit, Node, NodeFlag,
-    NodeList, NodeQuery, NodeState, NodeStateChange, NodeUpdate, Partition, PartitionList, Ping,
-    Reservation, ReservationList, ReservationSpec, ReservationUpdate, RpcStat, RpcUserStat,
-    SchedulerStats, Share, Shares, SharesQuery, StreamedJobs, SubmittedJob, Tres,
+    ArrayInfo, BackfillStats, ControllerPing, Diag, ExitCode, GresLayout, Job, JobCounters,
+    JobFlag, JobList, JobQuery, JobState, JobStatus, JobSubmission, JobUpdate, License, Limit,
+    Node, NodeFlag, NodeLayout, NodeList, NodeQuery, NodeState, NodeStateChange, NodeUpdate,
+    Partition, PartitionList, Ping, Reservation, ReservationList, ReservationSpec,
+    ReservationUpdate, RpcStat, RpcUserStat, SchedulerStats, Share, Shares, SharesQuery,
+    StreamedJobs, SubmittedJob, Tres,
 };
 pub use negotiate::Negotiated;
 pub use request::{Request, path_segment};

@@ -117,6 +117,63 @@ async fn cancel_and_signal() {
 }
 
 #[tokio::test]
+async fn resource_layout_of_a_running_job() {
+    for t in targets().await {
+        let label = t.label();
+        let held = t
+            .client
+            .submit_job(&t.quick_job("layout-held", 1).hold(true))
+            .await
+            .unwrap()
+            .value
+            .job_id;
+        if t.version < ApiVersion::V0_0_44 {
+            match t.client.job_layout(held).await {
+                Err(Error::Unsupported {
+                    version, operation, ..
+                }) => {
+                    assert_eq!(version, t.version, "{label}");
+                    assert_eq!(operation, "job resource layout", "{label}");
+                }
+                other => panic!("{label}: {other:?}"),
+            }
+            t.client.cancel_job(held).await.unwrap();
+            continue;
+        }
+        let id = t
+            .client
+            .submit_job(&t.quick_job("layout", 300))
+            .await
+            .unwrap()
+            .value
+            .job_id;
+        let job = wait_for_state(&t, id, &[JobState::Running]).await;
+        let layout = t
+            .client
+            .job_layout(id)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: {e}"))
+            .value;
+        let nodes: Vec<&str> = layout.iter().map(|n| n.node.as_str()).collect();
+        assert_eq!(
+            Some(slurm_client::hostlist::compress(&nodes)),
+            job.nodes,
+            "{label}: {layout:?}"
+        );
+        assert!(
+            layout.iter().all(|n| n.core_bitmap.is_some()),
+            "{label}: {layout:?}"
+        );
+        // Slurm answers for running jobs only.
+        let err = t.client.job_layout(held).await.unwrap_err();
+        assert!(err.to_string().contains("not running"), "{label}: {err}");
+        for id in [id, held] {
+            t.client.cancel_job(id).await.unwrap();
+        }
+    }
+}
+
+#[tokio::test]
 async fn hold_release_and_update() {
     for t in targets().await {
         let label = t.label();
@@ -349,6 +406,13 @@ async fn submission_fields_read_back() {
         let updated = t.client.get_job(id).await.unwrap().value;
         assert_eq!(updated.admin_comment.as_deref(), Some("moved"), "{label}");
         assert_eq!(updated.excluded_nodes.as_deref(), Some("node3"), "{label}");
+        let cleared = JobUpdate::default().excluded_nodes(Vec::<String>::new());
+        t.client
+            .update_job(id, &cleared)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: clear: {e}"));
+        let updated = t.client.get_job(id).await.unwrap().value;
+        assert_eq!(updated.excluded_nodes, None, "{label}");
         t.client.cancel_job(id).await.unwrap();
 
         let id = t

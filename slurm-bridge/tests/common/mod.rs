@@ -24,6 +24,8 @@ pub const SCHEDULER: &str = "slurm-bridge-scheduler";
 pub const EXTERNAL: &str = "scheduler.slinky.slurm.net/external-node";
 /// The key of the bridge's node taint.
 pub const MANAGED_NODE: &str = "slinky.slurm.net/managed-node";
+/// A taint no test pod tolerates (tests put it on a node and take it off).
+pub const KEEP_OFF: &str = "example.com/keep-off";
 
 pub fn ground() -> &'static Ground {
     Ground::shared()
@@ -306,6 +308,7 @@ impl Drop for TestEnv {
             let _ = g.kubectl(&["uncordon", node], None);
             // The bridge is gone before it could lift its taint.
             let _ = g.kubectl(&["taint", "node", node, &format!("{MANAGED_NODE}-")], None);
+            let _ = g.kubectl(&["taint", "node", node, &format!("{KEEP_OFF}-")], None);
             let _ = g.kubectl(
                 &[
                     "annotate",

@@ -730,7 +730,7 @@ pub struct JobUpdate {
     pub nice: Option<i64>,
     /// New administrator's comment (needs an operator or administrator).
     pub admin_comment: Option<String>,
-    /// New list of nodes the job must not run on (replaces the old one).
+    /// New list of nodes the job must not run on (replaces the old one; empty: none).
     pub excluded_nodes: Option<Vec<String>>,
 }
 
@@ -765,7 +765,7 @@ impl JobUpdate {
         self
     }
 
-    /// Sets the nodes the job must not run on.
+    /// Sets the nodes the job must not run on; an empty list clears Slurm's.
     pub fn excluded_nodes<I, S>(mut self, nodes: I) -> Self
     where
         I: IntoIterator<Item = S>,

@@ -12,6 +12,7 @@ mod accounting;
 mod diag;
 mod job;
 mod job_status;
+mod layout;
 mod license;
 mod node;
 mod noval;
@@ -33,6 +34,7 @@ pub use job::{
     StreamedJobs, SubmittedJob,
 };
 pub use job_status::JobStatus;
+pub use layout::{GresLayout, NodeLayout};
 pub use license::License;
 pub use node::{Node, NodeFlag, NodeList, NodeQuery, NodeState, NodeStateChange, NodeUpdate};
 pub use noval::Limit;

@@ -493,7 +493,14 @@ macro_rules! jobs_version {
             body.account = u.account;
             body.nice = u.nice;
             body.admin_comment = u.admin_comment;
-            body.excluded_nodes = u.excluded_nodes.map(Into::into);
+            // slurmrestd reads an empty list as "leave it": a single empty name clears it.
+            body.excluded_nodes = u.excluded_nodes.map(|nodes| {
+                if nodes.is_empty() {
+                    vec![String::new()].into()
+                } else {
+                    nodes.into()
+                }
+            });
             body
         }
 

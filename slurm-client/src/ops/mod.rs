@@ -102,6 +102,7 @@ mod accounting;
 mod diag;
 mod job_states;
 mod jobs;
+mod layout;
 mod licenses;
 mod nodes;
 mod partitions;
