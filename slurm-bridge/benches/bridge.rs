@@ -14,8 +14,11 @@
 //!
 //! Each round fills every CPU of the external nodes with 1-CPU jobs or pods, and rounds of the
 //! floor and the bridge alternate, so the two see the same cluster; each starts after a wait that
-//! spreads the round starts over slurmctld's one-second scheduling cycle (see [`phase`]). Ratios
-//! are printed at the end.
+//! spreads the round starts over slurmctld's one-second scheduling cycle (see [`phase`]). A third
+//! kind of round runs the two **side by side**: half the CPUs for the floor's jobs, half for the
+//! bridge's pods, submitted and created interleaved at the same moment, so both wait for the same
+//! scheduling passes and the difference of their latencies is the bridge's own (alternating
+//! rounds differ by where in slurmctld's cycle each one fell). Ratios are printed at the end.
 //!
 //! ```sh
 //! cargo bench -p slurm-bridge --bench bridge      # or: cargo xtask bench
@@ -83,6 +86,9 @@ struct Figures {
     create_span: Vec<Duration>,
     bound_rate: Vec<f64>,
     bytes_per_pod: Vec<f64>,
+    /// Side-by-side rounds: the floor's submit → RUNNING and the bridge's create → bound.
+    paired_raw: Vec<Duration>,
+    paired_bound: Vec<Duration>,
 }
 
 async fn run(quick: bool) {
@@ -129,13 +135,15 @@ async fn run(quick: bool) {
         let mut gap = Duration::from_millis(30);
         for round in 0..rounds {
             let tag = format!("{}{round}", if extra > 0 { "f" } else { "e" });
-            tokio::time::sleep(phase(2 * round)).await;
+            tokio::time::sleep(phase(3 * round)).await;
             let (latencies, rate) = raw_round(&slurm, slots, &tag, gap).await;
             f.raw_latency.extend(latencies);
             f.raw_rate.push(rate);
-            tokio::time::sleep(phase(2 * round + 1)).await;
+            tokio::time::sleep(phase(3 * round + 1)).await;
             bridge_round(&env, &pods, &seen, &slurm, slots, &tag, &mut f).await;
             gap = *f.create_span.last().expect("a round ran") / slots as u32;
+            tokio::time::sleep(phase(3 * round + 2)).await;
+            paired_round(&pods, &seen, &slurm, slots, &tag, &mut f).await;
         }
         let label = if extra > 0 {
             format!("{extra} other jobs")
@@ -152,7 +160,7 @@ async fn run(quick: bool) {
 /// when the one before is over starts at much the same point of the cycle every time (a bridge
 /// round about 0.3 s after the pass that started the floor's jobs), which measures that point,
 /// not the bridge. The waits spread each side's round starts evenly over a second (a golden-ratio
-/// sequence: even `k` for the floor, odd for the bridge).
+/// sequence: `k` = 3r for the floor, 3r + 1 for the bridge, 3r + 2 side by side).
 fn phase(k: usize) -> Duration {
     Duration::from_secs_f64((k as f64 * 0.618_033_988_75).fract())
 }
@@ -203,23 +211,8 @@ async fn raw_round(slurm: &Client, n: usize, tag: &str, gap: Duration) -> (Vec<D
     let started = Instant::now();
     let mut pollers = Vec::new();
     for i in 0..n {
-        let mut job = JobSubmission::external_job();
-        job.name = Some(format!("raw-{tag}-{i}"));
-        job.partition = Some(PARTITION.into());
-        job.cpus_per_task = Some(1);
-        job.memory_per_node_mb = Some(64);
-        job.min_nodes = Some(1);
-        job.max_nodes = Some(1);
-        job.tasks_per_node = Some(1);
-        job.mcs_label = Some("kubernetes".into());
-        job.working_directory = Some("/tmp".into());
         let submitted = Instant::now();
-        let id = slurm
-            .submit_job(&job)
-            .await
-            .expect("a placeholder job is accepted")
-            .into_value()
-            .job_id;
+        let id = submit_raw(slurm, &format!("raw-{tag}-{i}")).await;
         // One poller per job, so that one job's wait does not delay noticing another's start.
         let slurm = slurm.clone();
         pollers.push(tokio::spawn(async move {
@@ -260,6 +253,133 @@ async fn raw_round(slurm: &Client, n: usize, tag: &str, gap: Duration) -> (Vec<D
     (latencies, rate)
 }
 
+/// A placeholder job as the bridge makes them for a 1-CPU pod; its id.
+async fn submit_raw(slurm: &Client, name: &str) -> u32 {
+    let mut job = JobSubmission::external_job();
+    job.name = Some(name.into());
+    job.partition = Some(PARTITION.into());
+    job.cpus_per_task = Some(1);
+    job.memory_per_node_mb = Some(64);
+    job.min_nodes = Some(1);
+    job.max_nodes = Some(1);
+    job.tasks_per_node = Some(1);
+    job.mcs_label = Some("kubernetes".into());
+    job.working_directory = Some("/tmp".into());
+    slurm
+        .submit_job(&job)
+        .await
+        .expect("a placeholder job is accepted")
+        .into_value()
+        .job_id
+}
+
+/// Creates a 1-CPU pod for the bridge and records when.
+async fn create_pod(pods: &Api<Pod>, seen: &Seen, name: &str) {
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {
+            "schedulerName": SCHEDULER,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{
+                "name": "main",
+                "image": IMAGE,
+                "command": ["sleep", "3600"],
+                "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}
+            }]
+        }
+    }))
+    .expect("a pod");
+    seen.lock()
+        .unwrap()
+        .entry(name.to_owned())
+        .or_default()
+        .created = Some(Instant::now());
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("create a pod");
+}
+
+/// Deletes the pods `names` and waits until they are gone.
+async fn delete_pods(pods: &Api<Pod>, names: &[String]) {
+    for name in names {
+        let _ = pods.delete(name, &DeleteParams::default()).await;
+    }
+    eventually("the round's pods gone", LIMIT, || async {
+        let left = pods.list(&Default::default()).await.ok()?;
+        let left = left
+            .items
+            .iter()
+            .filter(|p| names.contains(p.metadata.name.as_ref().unwrap()))
+            .count();
+        (left == 0).then_some(())
+    })
+    .await;
+}
+
+/// `n / 2` placeholder jobs straight through the client and `n / 2` pods for the bridge,
+/// submitted and created in turns (a pod first in one pair, a job first in the next): the
+/// floor's submit → RUNNING (its jobs' states polled every 5 ms, one request for all) and the
+/// bridge's create → bound, in the same scheduling passes.
+async fn paired_round(
+    pods: &Api<Pod>,
+    seen: &Seen,
+    slurm: &Client,
+    n: usize,
+    tag: &str,
+    f: &mut Figures,
+) {
+    let half = n / 2;
+    let names: Vec<String> = (0..half).map(|i| format!("pair-{tag}-{i}")).collect();
+    let mut submitted = BTreeMap::new();
+    for (i, name) in names.iter().enumerate() {
+        if i % 2 == 1 {
+            let at = Instant::now();
+            submitted.insert(submit_raw(slurm, &format!("pair-{tag}-{i}")).await, at);
+        }
+        create_pod(pods, seen, name).await;
+        if i % 2 == 0 {
+            let at = Instant::now();
+            submitted.insert(submit_raw(slurm, &format!("pair-{tag}-{i}")).await, at);
+        }
+    }
+    let ids: Vec<u32> = submitted.keys().copied().collect();
+    let mut running: BTreeMap<u32, Instant> = BTreeMap::new();
+    let deadline = Instant::now() + LIMIT;
+    while running.len() < ids.len() {
+        assert!(Instant::now() < deadline, "side-by-side jobs not running");
+        if let Ok(states) = slurm.job_states(&ids).await {
+            let now = Instant::now();
+            for s in states.value {
+                if s.state == JobState::Running {
+                    running.entry(s.id).or_insert(now);
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for (id, at) in &running {
+        f.paired_raw.push(*at - submitted[id]);
+    }
+    let times: Vec<PodTimes> = eventually("every side-by-side pod bound", LIMIT, || async {
+        let seen = seen.lock().unwrap();
+        let times: Vec<PodTimes> = names.iter().filter_map(|n| seen.get(n).copied()).collect();
+        (times.len() == half && times.iter().all(|t| t.bound.is_some())).then_some(times)
+    })
+    .await;
+    for t in &times {
+        let created = t.created.expect("recorded before the create");
+        f.paired_bound.push(t.bound.expect("waited for") - created);
+    }
+    for id in &ids {
+        slurm
+            .cancel_job(*id)
+            .await
+            .expect("cancel a placeholder job");
+    }
+    delete_pods(pods, &names).await;
+    idle(slurm).await;
+}
+
 /// `n` pods created at once for the bridge: create → bound and → Running, pods bound per
 /// second, slurmrestd bytes read by the bridge per pod; then the pods are deleted.
 async fn bridge_round(
@@ -275,28 +395,7 @@ async fn bridge_round(
     let names: Vec<String> = (0..n).map(|i| format!("pod-{tag}-{i}")).collect();
     let started = Instant::now();
     for name in &names {
-        let pod: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name},
-            "spec": {
-                "schedulerName": SCHEDULER,
-                "terminationGracePeriodSeconds": 0,
-                "containers": [{
-                    "name": "main",
-                    "image": IMAGE,
-                    "command": ["sleep", "3600"],
-                    "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}
-                }]
-            }
-        }))
-        .expect("a pod");
-        seen.lock()
-            .unwrap()
-            .entry(name.clone())
-            .or_default()
-            .created = Some(Instant::now());
-        pods.create(&PostParams::default(), &pod)
-            .await
-            .expect("create a pod");
+        create_pod(pods, seen, name).await;
     }
     f.create_span.push(started.elapsed());
     let job_started = follow_job_starts(slurm.clone(), Arc::clone(seen), names.clone());
@@ -330,19 +429,7 @@ async fn bridge_round(
     f.bound_rate
         .push(n as f64 / (last_bound - started).as_secs_f64());
     f.bytes_per_pod.push(bytes as f64 / n as f64);
-    for name in &names {
-        let _ = pods.delete(name, &DeleteParams::default()).await;
-    }
-    eventually("the round's pods gone", LIMIT, || async {
-        let left = pods.list(&Default::default()).await.ok()?;
-        let left = left
-            .items
-            .iter()
-            .filter(|p| names.contains(p.metadata.name.as_ref().unwrap()))
-            .count();
-        (left == 0).then_some(())
-    })
-    .await;
+    delete_pods(pods, &names).await;
     idle(slurm).await;
 }
 
@@ -487,6 +574,16 @@ fn report(settings: &[(String, Figures)]) {
             "  ratios: bridge rate / floor rate {:.2} (goal ≥ 0.8); bound p50 − floor p50 {:+.0} ms (goal ≤ +100 ms)",
             mean(&f.bound_rate) / mean(&f.raw_rate),
             extra * 1000.0
+        );
+        let (raw, bound) = (
+            percentile(&f.paired_raw, 50.0),
+            percentile(&f.paired_bound, 50.0),
+        );
+        println!(
+            "  side by side: floor submit→RUNNING p50 {}, bridge create→bound p50 {}: {:+.0} ms (goal ≤ +100 ms)",
+            ms(raw),
+            ms(bound),
+            (bound.as_secs_f64() - raw.as_secs_f64()) * 1000.0
         );
     }
     if let [(_, empty), (label, full)] = settings {
