@@ -1,8 +1,9 @@
 //! Which Slurm nodes a workload must not get, by what Kubernetes says about its nodes: taints
 //! and tolerations, `nodeSelector`, required node affinity, cordons, readiness and the node's
 //! pod capacity. Slurm nodes that no Kubernetes node stands for are excluded too: no kubelet
-//! could run the pod there. The result goes into the job's `excluded_nodes` (never
-//! `required_nodes`, whose stale names a slurmctld restart turns into killed jobs: Slinky #43).
+//! could run the pod there. The result goes into the job's `excluded_nodes` at its submission,
+//! and again while it pends whenever it changes (never `required_nodes`, whose stale names a
+//! slurmctld restart turns into killed jobs: Slinky #43).
 
 use std::collections::{BTreeMap, BTreeSet};
 

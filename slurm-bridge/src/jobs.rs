@@ -13,9 +13,9 @@
 //! seen within a poll of it, and a job whose state moved is read at once: a pending job that
 //! started, by its resource layout (`GET …/resources/{id}`, REST v0.0.44+: its nodes in 1 KiB,
 //! against 10 KiB for the whole job, which matters when a scheduling pass starts many jobs at
-//! once), any other whole (for its nodes, its reason). Besides that, a pending job is read whole each follow period (its pending reason
-//! shows that late at worst), a running one every ten periods (the nodes of a running job change
-//! only when an admin shrinks it).
+//! once), any other whole (for its nodes, its reason). Besides that, a pending job is read whole
+//! each follow period (its pending reason shows that late at worst), a running one every ten
+//! periods (the nodes of a running job change only when an admin shrinks it).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
