@@ -5,6 +5,7 @@
 //! and again while it pends whenever it changes (never `required_nodes`, whose stale names a
 //! slurmctld restart turns into killed jobs: Slinky #43).
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, Pod, Taint, Toleration};
@@ -144,14 +145,14 @@ fn requirement(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
 /// The Slurm nodes (of `slurm_nodes`) that `pods` must not be given: those whose Kubernetes node
 /// any of the pods cannot use, and those no Kubernetes node stands for. `pods_on` counts the
 /// non-terminal pods bound to each Kubernetes node.
-pub fn excluded_nodes(
+pub fn excluded_nodes<N: Borrow<Node>>(
     pods: &[&Pod],
-    nodes: &[Node],
+    nodes: &[N],
     slurm_nodes: &BTreeSet<String>,
     pods_on: &BTreeMap<String, usize>,
 ) -> Vec<String> {
     let mut usable = BTreeSet::new();
-    for node in nodes {
+    for node in nodes.iter().map(Borrow::borrow) {
         let fits = pods
             .iter()
             .all(|p| unfit(p, node, pods_on.get(&node.name_any()).copied().unwrap_or(0)).is_none());

@@ -247,7 +247,7 @@ impl Scheduler {
 
     /// The Slurm nodes (of `slurm_nodes`) that Kubernetes does not allow for `pods` now.
     fn excluded_for(&self, pods: &[&Pod], slurm_nodes: &BTreeSet<String>) -> Vec<String> {
-        let nodes: Vec<Node> = self.nodes.state().iter().map(|n| (**n).clone()).collect();
+        let nodes = self.nodes.state();
         let mut pods_on: BTreeMap<String, usize> = BTreeMap::new();
         for p in self.pods.state() {
             if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone())
