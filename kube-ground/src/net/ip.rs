@@ -106,13 +106,38 @@ pub async fn link_exists(netns: &str, name: &str) -> bool {
 
 /// Deletes the link; fine if it does not exist. A veth whose peer's namespace was just deleted
 /// vanishes a moment later, when the kernel frees that namespace: so it may go between a check and
-/// the delete, and "Cannot find device" then is success.
+/// the delete, and a missing device then is success. iproute2 says so in two ways: "Cannot find
+/// device" when the name no longer resolves, "RTNETLINK answers: No such device" when it resolved
+/// and the link went before the kernel took the delete (CI saw the second).
 pub async fn delete_link(netns: &str, name: &str) -> Result<()> {
     if !netns_exists(netns) {
         return Ok(());
     }
     match ip(&["-n", netns, "link", "delete", "dev", name]).await {
-        Err(e) if e.to_string().contains("Cannot find device") => Ok(()),
+        Err(e) if is_gone(&e.to_string()) => Ok(()),
         other => other,
+    }
+}
+
+/// Whether `ip`'s error says the device is not there (any more).
+fn is_gone(error: &str) -> bool {
+    error.contains("Cannot find device") || error.contains("No such device")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_gone;
+
+    #[test]
+    fn both_of_iproutes_missing_device_errors_mean_gone() {
+        assert!(is_gone(
+            "`ip -n ns link delete dev veth1` failed: Cannot find device \"veth1\""
+        ));
+        assert!(is_gone(
+            "`ip -n ns link delete dev veth1` failed: RTNETLINK answers: No such device"
+        ));
+        assert!(!is_gone(
+            "`ip -n ns link delete dev veth1` failed: RTNETLINK answers: Operation not permitted"
+        ));
     }
 }
