@@ -277,12 +277,13 @@ pub async fn run(
                 Ok(NodeAction::Resume) => slurm.resume_node(&name).await.map(drop),
                 Ok(NodeAction::Delete) => slurm.delete_node(&name).await.map(drop),
                 Ok(NodeAction::Sync { features, topology }) => {
-                    let update = NodeUpdate {
-                        active_features: features.clone(),
-                        features,
-                        topology,
-                        ..NodeUpdate::default()
-                    };
+                    let mut update = NodeUpdate::new();
+                    if let Some(features) = features {
+                        update = update.active_features(features.clone()).features(features);
+                    }
+                    if let Some(topology) = topology {
+                        update = update.topology(topology);
+                    }
                     slurm.update_node(&name, &update).await.map(drop)
                 }
             };

@@ -102,38 +102,39 @@ pub fn submission(
         (None, n) => Some(format!("gres/gpu={n}")),
     };
 
-    Ok(JobSubmission {
-        external: true,
-        name: Some(fields.job_name.unwrap_or_else(|| workload.key.name.clone())),
-        partition: Some(fields.partition.unwrap_or_else(|| config.partition.clone())),
-        account: fields.account,
-        qos: fields.qos,
-        reservation: fields.reservation,
-        constraints: fields.constraints,
-        licenses: fields.licenses,
-        wckey: fields.wckey,
-        priority: fields.priority,
-        user_id: fields.user_id,
-        group_id: fields.group_id,
-        time_limit_minutes: time_limit,
-        cpus_per_task: fields
-            .cpus_per_task
-            .or((needs.cpus > 0).then_some(needs.cpus)),
-        memory_per_node_mb: fields
-            .memory_per_node_mb
-            .or((needs.memory_mb > 0).then_some(needs.memory_mb)),
-        tres_per_node: gres,
+    let mut job = JobSubmission::external_job()
+        .name(fields.job_name.unwrap_or_else(|| workload.key.name.clone()))
+        .partition(fields.partition.unwrap_or_else(|| config.partition.clone()))
         // One pod per node: Slurm hands out one node per pod of the gang.
-        min_nodes: Some(fields.min_nodes.unwrap_or(pods)),
-        max_nodes: Some(fields.max_nodes.unwrap_or(pods)),
-        tasks_per_node: Some(1),
-        exclusive: fields.exclusive.unwrap_or(config.exclusive),
-        mcs_label: Some(config.mcs_label.clone()).filter(|l| !l.is_empty()),
-        admin_comment: Some(AdminComment::new(workload.pods).to_text()),
-        excluded_nodes,
-        working_directory: Some("/tmp".into()),
-        ..JobSubmission::default()
-    })
+        .min_nodes(fields.min_nodes.unwrap_or(pods))
+        .max_nodes(fields.max_nodes.unwrap_or(pods))
+        .tasks_per_node(1)
+        .exclusive(fields.exclusive.unwrap_or(config.exclusive))
+        .admin_comment(AdminComment::new(workload.pods).to_text())
+        .excluded_nodes(excluded_nodes)
+        .working_directory("/tmp");
+    if !config.mcs_label.is_empty() {
+        job = job.mcs_label(config.mcs_label.clone());
+    }
+    // Unset when nothing asks for them: Slurm's defaults apply.
+    job.account = fields.account;
+    job.qos = fields.qos;
+    job.reservation = fields.reservation;
+    job.constraints = fields.constraints;
+    job.licenses = fields.licenses;
+    job.wckey = fields.wckey;
+    job.priority = fields.priority;
+    job.user_id = fields.user_id;
+    job.group_id = fields.group_id;
+    job.time_limit_minutes = time_limit;
+    job.cpus_per_task = fields
+        .cpus_per_task
+        .or((needs.cpus > 0).then_some(needs.cpus));
+    job.memory_per_node_mb = fields
+        .memory_per_node_mb
+        .or((needs.memory_mb > 0).then_some(needs.memory_mb));
+    job.tres_per_node = gres;
+    Ok(job)
 }
 
 #[cfg(test)]

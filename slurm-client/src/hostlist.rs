@@ -129,13 +129,12 @@ where
         let mut ranges: Vec<(String, String)> = Vec::new(); // (low digits, high digits)
         let mut open: Option<(String, u64, usize, String)> = None; // low, last value, width, last digits
         for (value, digits) in hosts {
-            if let Some((_, last, width, last_digits)) = open.as_mut()
-                && value == *last + 1
-                && format!("{value:0width$}", width = *width) == digits
-            {
-                *last = value;
-                *last_digits = digits;
-                continue;
+            if let Some((_, last, width, last_digits)) = open.as_mut() {
+                if value == *last + 1 && format!("{value:0width$}", width = *width) == digits {
+                    *last = value;
+                    *last_digits = digits;
+                    continue;
+                }
             }
             if let Some((low, _, _, high)) = open.take() {
                 ranges.push((low, high));
@@ -145,22 +144,21 @@ where
         if let Some((low, _, _, high)) = open {
             ranges.push((low, high));
         }
-        let text = if let [(low, high)] = ranges.as_slice()
-            && low == high
-        {
-            format!("{prefix}{low}")
-        } else {
-            let inner: Vec<String> = ranges
-                .iter()
-                .map(|(low, high)| {
-                    if low == high {
-                        low.clone()
-                    } else {
-                        format!("{low}-{high}")
-                    }
-                })
-                .collect();
-            format!("{prefix}[{}]", inner.join(","))
+        let text = match ranges.as_slice() {
+            [(low, high)] if low == high => format!("{prefix}{low}"),
+            _ => {
+                let inner: Vec<String> = ranges
+                    .iter()
+                    .map(|(low, high)| {
+                        if low == high {
+                            low.clone()
+                        } else {
+                            format!("{low}-{high}")
+                        }
+                    })
+                    .collect();
+                format!("{prefix}[{}]", inner.join(","))
+            }
         };
         items.push((prefix, text));
     }

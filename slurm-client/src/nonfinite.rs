@@ -44,14 +44,15 @@ pub(crate) fn sanitize(body: &[u8]) -> Option<Vec<u8>> {
             i += 1;
             continue;
         }
-        if i + 1 >= first
-            && let Some((token, replacement)) =
+        if i + 1 >= first {
+            if let Some((token, replacement)) =
                 TOKENS.iter().find(|(t, _)| body[i..].starts_with(t))
-        {
-            out.extend_from_slice(replacement);
-            i += token.len();
-            changed = true;
-            continue;
+            {
+                out.extend_from_slice(replacement);
+                i += token.len();
+                changed = true;
+                continue;
+            }
         }
         out.push(b);
         i += 1;

@@ -50,16 +50,17 @@ where
 {
     let large = body.len() >= 2 * MIN_RUN;
     let read = move || {
-        if large
-            && (200..=299).contains(&status)
-            && let Some(plan) = Plan::new(&body, key, threads())
-            && let Some((items, close)) = plan.decode(&body, &convert)
-        {
-            let mut rest = body[..=plan.open].to_vec();
-            rest.extend_from_slice(&body[close..]);
-            drop(body);
-            let reply = read_answer::<R>(method, path, status, rest)?;
-            return Ok((reply, items));
+        let plan = (large && (200..=299).contains(&status))
+            .then(|| Plan::new(&body, key, threads()))
+            .flatten();
+        if let Some(plan) = plan {
+            if let Some((items, close)) = plan.decode(&body, &convert) {
+                let mut rest = body[..=plan.open].to_vec();
+                rest.extend_from_slice(&body[close..]);
+                drop(body);
+                let reply = read_answer::<R>(method, path, status, rest)?;
+                return Ok((reply, items));
+            }
         }
         let mut reply = read_answer::<R>(method, path, status, body)?;
         let items = take(&mut reply.value).into_iter().map(convert).collect();

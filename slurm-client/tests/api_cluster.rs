@@ -154,10 +154,7 @@ async fn diag_ping_licenses_shares() {
                 shares.shares.iter().any(|s| s.name == "root"),
                 "{label}: {shares:?}"
             );
-            let root_only = SharesQuery {
-                users: vec!["root".into()],
-                ..SharesQuery::default()
-            };
+            let root_only = SharesQuery::new().user("root");
             t.client.shares(&root_only).await.unwrap();
         }
     }

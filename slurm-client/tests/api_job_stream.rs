@@ -68,10 +68,7 @@ async fn streamed_listing_equals_list_jobs() {
             .unwrap_or_else(|e| panic!("{label}: submit: {e}"))
             .value
             .job_id;
-        let all = JobQuery {
-            all: true,
-            ..JobQuery::default()
-        };
+        let all = JobQuery::new().all(true);
         let mut same = false;
         let mut difference = String::new();
         for _ in 0..ATTEMPTS {

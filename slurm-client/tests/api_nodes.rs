@@ -67,10 +67,7 @@ async fn list_and_get() {
         assert_eq!(err.label(), "not_found", "{label}: {err}");
         let err = t.client.delete_node("no-such-node").await.unwrap_err();
         assert_eq!(err.label(), "not_found", "{label}: {err}");
-        let comment = NodeUpdate {
-            comment: Some("x".into()),
-            ..NodeUpdate::default()
-        };
+        let comment = NodeUpdate::new().comment("x");
         let err = t
             .client
             .update_node("no-such-node", &comment)
@@ -100,17 +97,11 @@ async fn drain_resume_and_comment() {
             let resumed = client.get_node(&node).await.unwrap().value;
             assert!(!resumed.has_flag(&NodeFlag::Drain), "{resumed:?}");
 
-            let update = NodeUpdate {
-                comment: Some("api test comment".into()),
-                ..NodeUpdate::default()
-            };
+            let update = NodeUpdate::new().comment("api test comment");
             client.update_node(&node, &update).await.unwrap();
             let commented = client.get_node(&node).await.unwrap().value;
             assert_eq!(commented.comment.as_deref(), Some("api test comment"));
-            let restore = NodeUpdate {
-                comment: Some(original.comment.unwrap_or_default()),
-                ..NodeUpdate::default()
-            };
+            let restore = NodeUpdate::new().comment(original.comment.unwrap_or_default());
             client.update_node(&node, &restore).await.unwrap();
         })
         .await;
@@ -169,10 +160,7 @@ async fn topology_updates_need_v0_0_43() {
         }
         let label = t.label();
         let name = last_node(&t).await;
-        let update = NodeUpdate {
-            topology: Some("topo-switch:s1".into()),
-            ..NodeUpdate::default()
-        };
+        let update = NodeUpdate::new().topology("topo-switch:s1");
         match t.client.update_node(&name, &update).await {
             Err(Error::Unsupported {
                 version, operation, ..

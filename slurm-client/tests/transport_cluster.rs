@@ -126,12 +126,9 @@ async fn bad_missing_and_expired_tokens_are_auth_errors() {
         let key = std::fs::read(cluster.var("SLURM_JWT_KEY")).unwrap();
         let expired = mint_hs256(
             &key,
-            &JwtClaims {
-                iat: now() - 7200,
-                exp: now() - 3600,
-                sun: cluster.user().into(),
-                ..Default::default()
-            },
+            &JwtClaims::new(cluster.user(), Duration::ZERO)
+                .issued_at(now() - 7200)
+                .expires_at(now() - 3600),
         );
         let expired = ClientBuilder::new(cluster.url())
             .token(StaticToken::new(expired))
@@ -177,12 +174,9 @@ async fn token_file_rotation_is_picked_up_without_failed_requests() {
             let iat = now() - offset;
             let token = mint_hs256(
                 &key,
-                &JwtClaims {
-                    iat,
-                    exp: iat + 600,
-                    sun: cluster.user().into(),
-                    ..Default::default()
-                },
+                &JwtClaims::new(cluster.user(), Duration::ZERO)
+                    .issued_at(iat)
+                    .expires_at(iat + 600),
             );
             token.expose_secret().to_owned()
         };

@@ -91,10 +91,7 @@ async fn run(
 
     let started = Instant::now();
     let nodes = client
-        .list_nodes(&NodeQuery {
-            all: true,
-            ..NodeQuery::default()
-        })
+        .list_nodes(&NodeQuery::new().all(true))
         .await
         .expect("list nodes")
         .into_value()
@@ -102,10 +99,7 @@ async fn run(
     let node_list_time = started.elapsed();
     let started = Instant::now();
     let jobs = client
-        .list_jobs(&JobQuery {
-            all: true,
-            ..JobQuery::default()
-        })
+        .list_jobs(&JobQuery::new().all(true))
         .await
         .expect("list jobs")
         .into_value()
@@ -421,10 +415,7 @@ fn client_for(url: &str, jwt: &str, user: &str) -> Client {
 /// Tops the cluster up to `target` jobs: a few running on the real nodes, the rest held.
 async fn ensure_jobs(client: &Client, user: Option<&Client>, target: usize, partition: &str) {
     let jobs = client
-        .list_jobs(&JobQuery {
-            all: true,
-            ..JobQuery::default()
-        })
+        .list_jobs(&JobQuery::new().all(true))
         .await
         .expect("list jobs")
         .into_value()

@@ -7,7 +7,7 @@
 #![allow(dead_code)] // each test binary uses a part
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use secrecy::ExposeSecret as _;
@@ -158,18 +158,7 @@ impl TestEnv {
 
     /// A JWT for user `slurm`, valid for an hour.
     pub fn token(&self) -> String {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let claims = JwtClaims {
-            exp: now + 3600,
-            iat: now,
-            sun: "slurm".into(),
-            nbf: None,
-            iss: None,
-            jti: None,
-        };
+        let claims = JwtClaims::new("slurm", Duration::from_secs(3600));
         slurm_client::mint_hs256(self.jwt_key.as_bytes(), &claims)
             .expose_secret()
             .to_owned()

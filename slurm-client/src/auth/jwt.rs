@@ -1,5 +1,7 @@
 //! HS256 JSON Web Tokens in the form slurmctld and slurmrestd accept.
 
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
@@ -8,7 +10,22 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 /// The claims of a Slurm JWT.
+///
+/// Build claims with [`JwtClaims::new`] and the setters; more claims may be added in a
+/// minor release.
+///
+/// ```
+/// use std::time::Duration;
+/// use slurm_client::JwtClaims;
+/// let claims = JwtClaims::new("alice", Duration::from_secs(600))
+///     .issued_at(1_700_000_000)
+///     .expires_at(1_700_000_600)
+///     .issuer("my-tool");
+/// assert_eq!(claims.sun, "alice");
+/// assert_eq!(claims.iss.as_deref(), Some("my-tool"));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct JwtClaims {
     /// Expiry, in seconds since the Unix epoch.
     pub exp: u64,
@@ -27,8 +44,57 @@ pub struct JwtClaims {
     pub jti: Option<String>,
 }
 
+impl JwtClaims {
+    /// Claims for `user`, issued now and expiring `lifespan` later (rounded down to whole
+    /// seconds); no `nbf`, `iss` or `jti`.
+    pub fn new(user: impl Into<String>, lifespan: Duration) -> JwtClaims {
+        let iat = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        JwtClaims {
+            exp: iat.saturating_add(lifespan.as_secs()),
+            iat,
+            sun: user.into(),
+            nbf: None,
+            iss: None,
+            jti: None,
+        }
+    }
+
+    /// Sets the issue time (`iat`), in seconds since the Unix epoch. The expiry stays as it is.
+    pub fn issued_at(mut self, secs: u64) -> JwtClaims {
+        self.iat = secs;
+        self
+    }
+
+    /// Sets the expiry (`exp`), in seconds since the Unix epoch.
+    pub fn expires_at(mut self, secs: u64) -> JwtClaims {
+        self.exp = secs;
+        self
+    }
+
+    /// Sets the time the token is not valid before (`nbf`), in seconds since the Unix epoch.
+    pub fn not_before(mut self, secs: u64) -> JwtClaims {
+        self.nbf = Some(secs);
+        self
+    }
+
+    /// Sets who minted the token (`iss`).
+    pub fn issuer(mut self, issuer: impl Into<String>) -> JwtClaims {
+        self.iss = Some(issuer.into());
+        self
+    }
+
+    /// Sets the token's unique id (`jti`).
+    pub fn id(mut self, id: impl Into<String>) -> JwtClaims {
+        self.jti = Some(id.into());
+        self
+    }
+}
+
 /// Why a token did not verify in [`verify_hs256`]. Never holds the token or the key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum JwtError {
     /// Not three base64url parts with a JSON header and payload.
     #[error("not a JWT: {0}")]
@@ -130,6 +196,46 @@ mod tests {
         mac.update(format!("{}.{}", parts[0], parts[1]).as_bytes());
         mac.verify_slice(&URL_SAFE_NO_PAD.decode(parts[2]).unwrap())
             .expect("signature verifies");
+    }
+
+    #[test]
+    fn new_claims_run_from_now_for_the_lifespan() {
+        let before = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let claims = JwtClaims::new("alice", Duration::from_millis(90_999));
+        let after = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        assert!(before <= claims.iat && claims.iat <= after, "{claims:?}");
+        assert_eq!(claims.exp, claims.iat + 90);
+        assert_eq!(claims.sun, "alice");
+        assert_eq!((claims.nbf, claims.iss, claims.jti), (None, None, None));
+    }
+
+    #[test]
+    fn setters_fill_every_claim() {
+        let claims = JwtClaims::new("slurm", Duration::ZERO)
+            .issued_at(1000)
+            .expires_at(2000)
+            .not_before(1000)
+            .issuer("slurm-operator")
+            .id("42");
+        assert_eq!(
+            claims,
+            JwtClaims {
+                exp: 2000,
+                iat: 1000,
+                sun: "slurm".into(),
+                nbf: Some(1000),
+                iss: Some("slurm-operator".into()),
+                jti: Some("42".into()),
+            }
+        );
+        let lifetime = JwtClaims::new("u", Duration::from_secs(u64::MAX));
+        assert_eq!(lifetime.exp, u64::MAX);
     }
 
     #[test]

@@ -95,9 +95,7 @@ impl MintedToken {
     fn current_token(&self) -> Result<SecretString, TokenError> {
         let now = SystemTime::now();
         let mut current = self.current.lock().expect("minted token lock");
-        if let Some(m) = current.as_ref()
-            && now < m.renew_after
-        {
+        if let Some(m) = current.as_ref().filter(|m| now < m.renew_after) {
             return Ok(m.token.clone());
         }
         let token = self.mint_at(now)?;

@@ -53,8 +53,12 @@ impl TokenFile {
             .await
             .map_err(|e| self.error("cannot read metadata of", &e))?;
         let stamp = stamp(&meta);
-        if let Some(c) = self.cache.lock().expect("token cache lock").as_ref()
-            && c.stamp == stamp
+        if let Some(c) = self
+            .cache
+            .lock()
+            .expect("token cache lock")
+            .as_ref()
+            .filter(|c| c.stamp == stamp)
         {
             return Ok(c.token.clone());
         }

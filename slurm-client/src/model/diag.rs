@@ -34,6 +34,7 @@ pub struct Diag {
 
 /// Job counters since the statistics were reset.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct JobCounters {
     /// Jobs submitted.
     pub submitted: u64,
@@ -53,6 +54,7 @@ pub struct JobCounters {
 
 /// The main scheduler's cycles (times in microseconds).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SchedulerStats {
     /// Cycles run.
     pub cycles: u64,
@@ -72,6 +74,7 @@ pub struct SchedulerStats {
 
 /// The backfill scheduler's cycles (times in microseconds).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct BackfillStats {
     /// Whether a backfill cycle is running now.
     pub active: bool,
@@ -111,6 +114,7 @@ pub struct BackfillStats {
 
 /// RPCs of one message type.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct RpcStat {
     /// Message type, e.g. `REQUEST_JOB_INFO`.
     pub message_type: String,
@@ -126,6 +130,7 @@ pub struct RpcStat {
 
 /// RPCs of one user.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct RpcUserStat {
     /// User name.
     pub user: String,

@@ -91,6 +91,7 @@ string_enum! {
 
 /// How a job (or its processes) ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ExitCode {
     /// Slurm's status words, e.g. `["SUCCESS"]`, `["SIGNALED"]`, `["PENDING"]`.
     pub status: Vec<String>,
@@ -104,6 +105,7 @@ pub struct ExitCode {
 
 /// Where a job sits in a job array.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ArrayInfo {
     /// The array's job id (the first job's id).
     pub job_id: u32,
@@ -291,6 +293,7 @@ pub struct StreamedJobs {
 
 /// Filters for [`Client::list_jobs`](crate::Client::list_jobs).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct JobQuery {
     /// Only answer if something changed since this time (epoch seconds; use the previous
     /// [`JobList::last_update`]). slurmctld then sends either every job or none.
@@ -316,6 +319,12 @@ impl JobQuery {
     /// Sets [`JobQuery::update_time`].
     pub fn update_time(mut self, time: i64) -> JobQuery {
         self.update_time = Some(time);
+        self
+    }
+
+    /// Sets [`JobQuery::all`]: include jobs in hidden partitions and of other clusters.
+    pub fn all(mut self, all: bool) -> JobQuery {
+        self.all = all;
         self
     }
 
@@ -358,6 +367,9 @@ impl JobQuery {
 
 /// A batch job to submit (`sbatch`).
 ///
+/// Start from [`JobSubmission::wrap`], [`JobSubmission::script`] or
+/// [`JobSubmission::external_job`] and chain the setters.
+///
 /// ```
 /// use slurm_client::JobSubmission;
 /// let job = JobSubmission::wrap("hostname")
@@ -368,6 +380,7 @@ impl JobQuery {
 /// assert!(job.script.starts_with("#!/bin/sh\n"));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct JobSubmission {
     /// The batch script, starting with `#!`.
     pub script: String,
@@ -497,6 +510,12 @@ impl JobSubmission {
         self
     }
 
+    /// Sets the reservation to run in.
+    pub fn reservation(mut self, reservation: impl Into<String>) -> Self {
+        self.reservation = Some(reservation.into());
+        self
+    }
+
     /// Sets the number of tasks.
     pub fn tasks(mut self, tasks: u32) -> Self {
         self.tasks = Some(tasks);
@@ -521,9 +540,27 @@ impl JobSubmission {
         self
     }
 
+    /// Sets memory per CPU in MiB.
+    pub fn memory_per_cpu_mb(mut self, mb: u64) -> Self {
+        self.memory_per_cpu_mb = Some(mb);
+        self
+    }
+
     /// Sets the time limit in minutes.
     pub fn time_limit_minutes(mut self, minutes: u32) -> Self {
         self.time_limit_minutes = Some(minutes);
+        self
+    }
+
+    /// Sets the GRES per node, e.g. `"gres/gpu:2"`.
+    pub fn tres_per_node(mut self, tres: impl Into<String>) -> Self {
+        self.tres_per_node = Some(tres.into());
+        self
+    }
+
+    /// Sets the required node features, e.g. `"intel&ib"`.
+    pub fn constraints(mut self, constraints: impl Into<String>) -> Self {
+        self.constraints = Some(constraints.into());
         self
     }
 
@@ -537,6 +574,16 @@ impl JobSubmission {
     pub fn env(mut self, name: impl AsRef<str>, value: impl AsRef<str>) -> Self {
         self.environment
             .push(format!("{}={}", name.as_ref(), value.as_ref()));
+        self
+    }
+
+    /// Sets the whole environment, as `NAME=value` entries (replaces earlier ones).
+    pub fn environment<I, S>(mut self, entries: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.environment = entries.into_iter().map(Into::into).collect();
         self
     }
 
@@ -558,9 +605,27 @@ impl JobSubmission {
         self
     }
 
+    /// Sets the dependencies, e.g. `"afterok:12"`.
+    pub fn dependency(mut self, dependency: impl Into<String>) -> Self {
+        self.dependency = Some(dependency.into());
+        self
+    }
+
+    /// Makes it a job array with these indices, e.g. `"0-9%2"`.
+    pub fn array(mut self, indices: impl Into<String>) -> Self {
+        self.array = Some(indices.into());
+        self
+    }
+
     /// Submits the job held.
     pub fn hold(mut self, hold: bool) -> Self {
         self.hold = hold;
+        self
+    }
+
+    /// Sets the nice value.
+    pub fn nice(mut self, nice: i64) -> Self {
+        self.nice = Some(nice);
         self
     }
 
@@ -585,6 +650,16 @@ impl JobSubmission {
     /// Adds a node the job must not run on.
     pub fn exclude_node(mut self, node: impl Into<String>) -> Self {
         self.excluded_nodes.push(node.into());
+        self
+    }
+
+    /// Sets the nodes the job must not run on (replaces earlier ones).
+    pub fn excluded_nodes<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.excluded_nodes = nodes.into_iter().map(Into::into).collect();
         self
     }
 
@@ -650,19 +725,19 @@ impl JobSubmission {
 
     /// Checks what Slurm would otherwise reject with a less clear message.
     pub(crate) fn validate(&self) -> Result<(), String> {
-        if let (Some(nodes), Some(min)) = (self.nodes, self.min_nodes)
-            && nodes != min
-        {
-            return Err(format!(
-                "nodes ({nodes}) and min_nodes ({min}) disagree; set only one"
-            ));
+        if let (Some(nodes), Some(min)) = (self.nodes, self.min_nodes) {
+            if nodes != min {
+                return Err(format!(
+                    "nodes ({nodes}) and min_nodes ({min}) disagree; set only one"
+                ));
+            }
         }
-        if let (Some(min), Some(max)) = (self.minimum_nodes(), self.max_nodes)
-            && min > max
-        {
-            return Err(format!(
-                "the minimum node count {min} is above the maximum {max}"
-            ));
+        if let (Some(min), Some(max)) = (self.minimum_nodes(), self.max_nodes) {
+            if min > max {
+                return Err(format!(
+                    "the minimum node count {min} is above the maximum {max}"
+                ));
+            }
         }
         if self.excluded_nodes.iter().any(|n| n.trim().is_empty()) {
             return Err("an excluded node name is empty".into());
@@ -709,6 +784,7 @@ pub struct SubmittedJob {
 /// assert_eq!(update.comment.as_deref(), Some("hi"));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct JobUpdate {
     /// New time limit in minutes (`Infinite` for none).
     pub time_limit_minutes: Option<Limit<u32>>,
@@ -735,6 +811,11 @@ pub struct JobUpdate {
 }
 
 impl JobUpdate {
+    /// An update that changes nothing yet (the same as [`JobUpdate::default`]).
+    pub fn new() -> JobUpdate {
+        JobUpdate::default()
+    }
+
     /// Sets the time limit.
     pub fn time_limit_minutes(mut self, limit: Limit<u32>) -> Self {
         self.time_limit_minutes = Some(limit);
@@ -756,6 +837,36 @@ impl JobUpdate {
     /// Holds (`true`) or releases (`false`).
     pub fn hold(mut self, hold: bool) -> Self {
         self.hold = Some(hold);
+        self
+    }
+
+    /// Sets the name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the partition.
+    pub fn partition(mut self, partition: impl Into<String>) -> Self {
+        self.partition = Some(partition.into());
+        self
+    }
+
+    /// Sets the QOS.
+    pub fn qos(mut self, qos: impl Into<String>) -> Self {
+        self.qos = Some(qos.into());
+        self
+    }
+
+    /// Sets the account.
+    pub fn account(mut self, account: impl Into<String>) -> Self {
+        self.account = Some(account.into());
+        self
+    }
+
+    /// Sets the nice value.
+    pub fn nice(mut self, nice: i64) -> Self {
+        self.nice = Some(nice);
         self
     }
 

@@ -287,12 +287,38 @@ pub struct NodeList {
 }
 
 /// Options for [`Client::list_nodes`](crate::Client::list_nodes).
+///
+/// ```
+/// use slurm_client::NodeQuery;
+/// let query = NodeQuery::new().all(true).update_time(1_700_000_000);
+/// assert!(query.all);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct NodeQuery {
     /// Only answer if something changed since this time (epoch seconds).
     pub update_time: Option<i64>,
     /// Include hidden nodes and those of hidden partitions (`flags=ALL`).
     pub all: bool,
+}
+
+impl NodeQuery {
+    /// A query for every (visible) node.
+    pub fn new() -> NodeQuery {
+        NodeQuery::default()
+    }
+
+    /// Sets [`NodeQuery::update_time`].
+    pub fn update_time(mut self, time: i64) -> NodeQuery {
+        self.update_time = Some(time);
+        self
+    }
+
+    /// Sets [`NodeQuery::all`]: include hidden nodes.
+    pub fn all(mut self, all: bool) -> NodeQuery {
+        self.all = all;
+        self
+    }
 }
 
 /// A state change an administrator asks for (`scontrol update node state=…`).
@@ -342,7 +368,19 @@ impl NodeStateChange {
 }
 
 /// Changes to a node (`scontrol update node`); unset fields stay as they are.
+///
+/// Start from [`NodeUpdate::new`] (or [`NodeUpdate::state`] for a state change) and chain
+/// the setters.
+///
+/// ```
+/// use slurm_client::{NodeStateChange, NodeUpdate};
+/// let update = NodeUpdate::state(NodeStateChange::Drain, Some("bad disk")).comment("ticket 12");
+/// assert_eq!(update.comment.as_deref(), Some("ticket 12"));
+/// let update = NodeUpdate::new().features(["gpu", "ib"]).weight(10);
+/// assert_eq!(update.weight, Some(10));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct NodeUpdate {
     /// New state.
     pub state: Option<NodeStateChange>,
@@ -364,6 +402,11 @@ pub struct NodeUpdate {
 }
 
 impl NodeUpdate {
+    /// An update that changes nothing yet (the same as [`NodeUpdate::default`]).
+    pub fn new() -> NodeUpdate {
+        NodeUpdate::default()
+    }
+
     /// A state change with a reason.
     pub fn state(state: NodeStateChange, reason: Option<&str>) -> NodeUpdate {
         NodeUpdate {
@@ -373,15 +416,64 @@ impl NodeUpdate {
         }
     }
 
+    /// Sets the reason.
+    pub fn reason(mut self, reason: impl Into<String>) -> NodeUpdate {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// Sets the configured features (replaces the list).
+    pub fn features<I, S>(mut self, features: I) -> NodeUpdate
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.features = Some(features.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the active features (replaces the list).
+    pub fn active_features<I, S>(mut self, features: I) -> NodeUpdate
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.active_features = Some(features.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the comment.
+    pub fn comment(mut self, comment: impl Into<String>) -> NodeUpdate {
+        self.comment = Some(comment.into());
+        self
+    }
+
+    /// Sets the extra data.
+    pub fn extra(mut self, extra: impl Into<String>) -> NodeUpdate {
+        self.extra = Some(extra.into());
+        self
+    }
+
+    /// Sets the scheduling weight.
+    pub fn weight(mut self, weight: u32) -> NodeUpdate {
+        self.weight = Some(weight);
+        self
+    }
+
+    /// Sets the place in a dynamic topology (`""` takes the node out); REST v0.0.43+.
+    pub fn topology(mut self, topology: impl Into<String>) -> NodeUpdate {
+        self.topology = Some(topology.into());
+        self
+    }
+
     pub(crate) fn validate(&self) -> Result<(), String> {
         if *self == NodeUpdate::default() {
             return Err("the node update changes nothing".into());
         }
-        if let Some(state) = &self.state
-            && state.needs_reason()
-            && self.reason.as_deref().is_none_or(|r| r.trim().is_empty())
-        {
-            return Err(format!("node state {} needs a reason", state.as_str()));
+        if let Some(state) = &self.state {
+            if state.needs_reason() && self.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+                return Err(format!("node state {} needs a reason", state.as_str()));
+            }
         }
         Ok(())
     }

@@ -72,6 +72,7 @@ pub struct ReservationList {
 /// assert_eq!(spec.duration_minutes, Some(60));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ReservationSpec {
     /// Reservation name.
     pub name: String,
@@ -124,9 +125,29 @@ impl ReservationSpec {
         self
     }
 
+    /// Sets the number of cores.
+    pub fn core_count(mut self, count: u32) -> Self {
+        self.core_count = Some(count);
+        self
+    }
+
     /// Sets the start time.
     pub fn start_time(mut self, time: i64) -> Self {
         self.start_time = Some(time);
+        self
+    }
+
+    /// Sets the duration in minutes, instead of an end time (clears the end time).
+    pub fn duration_minutes(mut self, minutes: u32) -> Self {
+        self.duration_minutes = Some(minutes);
+        self.end_time = None;
+        self
+    }
+
+    /// Sets the end time (epoch seconds), instead of a duration (clears the duration).
+    pub fn end_time(mut self, time: i64) -> Self {
+        self.end_time = Some(time);
+        self.duration_minutes = None;
         self
     }
 
@@ -154,6 +175,18 @@ impl ReservationSpec {
         self
     }
 
+    /// Sets the required node features.
+    pub fn features(mut self, features: impl Into<String>) -> Self {
+        self.features = Some(features.into());
+        self
+    }
+
+    /// Sets the comment.
+    pub fn comment(mut self, comment: impl Into<String>) -> Self {
+        self.comment = Some(comment.into());
+        self
+    }
+
     pub(crate) fn validate(&self) -> Result<(), String> {
         check_name(&self.name)?;
         if self.duration_minutes.is_none() && self.end_time.is_none() {
@@ -171,6 +204,7 @@ impl ReservationSpec {
 
 /// Changes to a reservation (`scontrol update reservation`); unset fields stay as they are.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ReservationUpdate {
     /// New start time.
     pub start_time: Option<i64>,
@@ -193,15 +227,62 @@ pub struct ReservationUpdate {
 }
 
 impl ReservationUpdate {
+    /// An update that changes nothing yet (the same as [`ReservationUpdate::default`]).
+    pub fn new() -> ReservationUpdate {
+        ReservationUpdate::default()
+    }
+
+    /// Sets the start time.
+    pub fn start_time(mut self, time: i64) -> Self {
+        self.start_time = Some(time);
+        self
+    }
+
+    /// Sets the end time.
+    pub fn end_time(mut self, time: i64) -> Self {
+        self.end_time = Some(time);
+        self
+    }
+
     /// Sets the duration.
     pub fn duration_minutes(mut self, minutes: u32) -> Self {
         self.duration_minutes = Some(minutes);
         self
     }
 
+    /// Sets the nodes (a hostlist expression; replaces the list).
+    pub fn nodes(mut self, nodes: impl Into<String>) -> Self {
+        self.nodes = Some(vec![nodes.into()]);
+        self
+    }
+
+    /// Sets the node count.
+    pub fn node_count(mut self, count: u32) -> Self {
+        self.node_count = Some(count);
+        self
+    }
+
     /// Sets the users.
     pub fn users<I: IntoIterator<Item = S>, S: Into<String>>(mut self, users: I) -> Self {
         self.users = Some(users.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the accounts.
+    pub fn accounts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, accounts: I) -> Self {
+        self.accounts = Some(accounts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the flags; prefix one with `NO_` to clear it.
+    pub fn flags<I: IntoIterator<Item = S>, S: Into<String>>(mut self, flags: I) -> Self {
+        self.flags = Some(flags.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the comment.
+    pub fn comment(mut self, comment: impl Into<String>) -> Self {
+        self.comment = Some(comment.into());
         self
     }
 }

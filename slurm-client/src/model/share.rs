@@ -48,9 +48,29 @@ pub struct Share {
 
 /// Filters for [`Client::shares`](crate::Client::shares).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SharesQuery {
     /// Only these accounts.
     pub accounts: Vec<String>,
     /// Only these users.
     pub users: Vec<String>,
+}
+
+impl SharesQuery {
+    /// The whole tree.
+    pub fn new() -> SharesQuery {
+        SharesQuery::default()
+    }
+
+    /// Adds an account to [`SharesQuery::accounts`].
+    pub fn account(mut self, account: impl Into<String>) -> SharesQuery {
+        self.accounts.push(account.into());
+        self
+    }
+
+    /// Adds a user to [`SharesQuery::users`].
+    pub fn user(mut self, user: impl Into<String>) -> SharesQuery {
+        self.users.push(user.into());
+        self
+    }
 }

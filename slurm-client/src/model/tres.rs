@@ -7,7 +7,8 @@ use serde::Serialize;
 /// A set of trackable resources, e.g. what a job requested or was allocated.
 ///
 /// Kept as Slurm's `name=value` pairs (values may carry a unit, as in `mem=8G`); the
-/// helpers read counts out of them.
+/// helpers read counts out of them. Build one with [`Tres::parse`] or by collecting
+/// `(name, value)` pairs.
 ///
 /// ```
 /// use slurm_client::Tres;
@@ -18,6 +19,7 @@ use serde::Serialize;
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
+#[non_exhaustive]
 pub struct Tres {
     /// `name → value` as Slurm wrote them, e.g. `"mem" → "8G"`.
     pub entries: BTreeMap<String, String>,
@@ -73,6 +75,18 @@ impl Tres {
     }
 }
 
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Tres {
+    /// Collects `(name, value)` pairs, e.g. `[("cpu", "8"), ("gres/gpu", "1")]`.
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(pairs: I) -> Tres {
+        Tres {
+            entries: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+}
+
 /// `"8G"` → 8·1024³, `"12"` → 12; `None` if not a number.
 fn parse_count(raw: &str) -> Option<u64> {
     let raw = raw.trim();
@@ -107,6 +121,12 @@ mod tests {
         assert_eq!(Tres::parse("mem=4096").memory_mb(), Some(4096));
         assert_eq!(Tres::parse("mem=1T").memory_mb(), Some(1024 * 1024));
         assert!(Tres::parse("").is_empty());
+    }
+
+    #[test]
+    fn collects_pairs() {
+        let t: Tres = [("cpu", "8"), ("gres/gpu", "1")].into_iter().collect();
+        assert_eq!(t, Tres::parse("cpu=8,gres/gpu=1"));
     }
 
     #[test]

@@ -50,10 +50,8 @@ async fn fetch(
     since: Option<i64>,
     counted: &mut JobFamilies,
 ) -> Result<StreamedJobs, slurm_client::Error> {
-    let query = JobQuery {
-        update_time: since,
-        ..JobQuery::default()
-    };
+    let mut query = JobQuery::new();
+    query.update_time = since;
     let listing = ctx.client.for_each_job(&query, |job| counted.add(&job));
     Ok(ctx.call(listing).await?.into_value())
 }

@@ -60,10 +60,8 @@ impl Source for Nodes {
 }
 
 async fn fetch(ctx: &Ctx, since: Option<i64>) -> Result<NodeList, slurm_client::Error> {
-    let query = NodeQuery {
-        update_time: since,
-        ..NodeQuery::default()
-    };
+    let mut query = NodeQuery::new();
+    query.update_time = since;
     Ok(ctx.call(ctx.client.list_nodes(&query)).await?.into_value())
 }
 

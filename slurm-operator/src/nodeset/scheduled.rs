@@ -149,10 +149,7 @@ pub fn reservation_action(input: &ReservationInput<'_>) -> ReservationAction {
                 if same_nodes {
                     return ReservationAction::Keep("active and current");
                 }
-                return ReservationAction::Update(ReservationUpdate {
-                    nodes: Some(vec![node_list]),
-                    ..ReservationUpdate::default()
-                });
+                return ReservationAction::Update(ReservationUpdate::new().nodes(node_list));
             }
             let has: BTreeSet<&str> = r
                 .flags
@@ -176,14 +173,17 @@ pub fn reservation_action(input: &ReservationInput<'_>) -> ReservationAction {
             if same_nodes && start_ok && duration_ok && users_ok && want.is_subset(&has) {
                 return ReservationAction::Keep("up to date");
             }
-            ReservationAction::Update(ReservationUpdate {
-                start_time: (!start_ok).then(|| s.start.as_second()),
-                duration_minutes: (!start_ok || !duration_ok).then_some(s.duration_minutes),
-                nodes: Some(vec![node_list]),
-                users: Some(vec![USER.to_string()]),
-                flags: Some(s.flags.clone()),
-                ..ReservationUpdate::default()
-            })
+            let mut update = ReservationUpdate::new()
+                .nodes(node_list)
+                .users([USER])
+                .flags(s.flags.iter().cloned());
+            if !start_ok {
+                update = update.start_time(s.start.as_second());
+            }
+            if !start_ok || !duration_ok {
+                update = update.duration_minutes(s.duration_minutes);
+            }
+            ReservationAction::Update(update)
         }
     }
 }
@@ -362,13 +362,7 @@ mod tests {
         let ReservationAction::Update(u) = decide(Some(&s), 2, &nodes, Some(&one), 90) else {
             panic!()
         };
-        assert_eq!(
-            u,
-            ReservationUpdate {
-                nodes: Some(vec!["gpu-[0-1]".to_string()]),
-                ..ReservationUpdate::default()
-            }
-        );
+        assert_eq!(u, ReservationUpdate::new().nodes("gpu-[0-1]"));
         // Recurring: Slurm moved the start forward; that is not a change.
         let daily = schedule(60, &["daily"]);
         let next = existing(

@@ -74,14 +74,12 @@ pub fn requeue_in(at: u64, now: u64, lifetime: Duration) -> Duration {
 pub fn mint(key: &[u8], user: &str, lifetime: Duration, now: u64) -> SecretString {
     // Slurm treats exp as a 32-bit time; cap as Slinky does at its "infinite" value.
     let exp = (now + lifetime.as_secs()).min(u64::from(u32::MAX >> 1) - 1);
-    let claims = JwtClaims {
-        exp,
-        iat: now,
-        nbf: Some(now),
-        sun: user.to_owned(),
-        iss: Some(ISSUER.into()),
-        jti: Some(uuid::Uuid::new_v4().to_string()),
-    };
+    let claims = JwtClaims::new(user, Duration::ZERO)
+        .issued_at(now)
+        .expires_at(exp)
+        .not_before(now)
+        .issuer(ISSUER)
+        .id(uuid::Uuid::new_v4().to_string());
     mint_hs256(key, &claims)
 }
 

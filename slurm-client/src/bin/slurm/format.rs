@@ -88,9 +88,9 @@ pub fn minutes(value: Limit<u32>) -> String {
 
 /// A memory size in MiB, shortened: `512M`, `4G`, `1.5T`.
 pub fn memory_mb(mb: u64) -> String {
-    if mb >= 1024 * 1024 && mb.is_multiple_of(1024 * 1024) {
+    if mb >= 1024 * 1024 && mb % (1024 * 1024) == 0 {
         format!("{}T", mb / (1024 * 1024))
-    } else if mb >= 1024 && mb.is_multiple_of(1024) {
+    } else if mb >= 1024 && mb % 1024 == 0 {
         format!("{}G", mb / 1024)
     } else if mb >= 10 * 1024 {
         format!("{:.1}G", mb as f64 / 1024.0)

@@ -159,6 +159,30 @@ impl JobRecordQuery {
         self
     }
 
+    /// Adds a QoS.
+    pub fn qos(mut self, qos: impl Into<String>) -> JobRecordQuery {
+        self.qos.push(qos.into());
+        self
+    }
+
+    /// Adds a cluster.
+    pub fn cluster(mut self, cluster: impl Into<String>) -> JobRecordQuery {
+        self.clusters.push(cluster.into());
+        self
+    }
+
+    /// Sets the start of the time window (`--starttime`, epoch seconds).
+    pub fn start_time(mut self, time: i64) -> JobRecordQuery {
+        self.start_time = Some(time);
+        self
+    }
+
+    /// Sets the end of the time window (`--endtime`, epoch seconds).
+    pub fn end_time(mut self, time: i64) -> JobRecordQuery {
+        self.end_time = Some(time);
+        self
+    }
+
     /// Jobs eligible or running between `start` and `end` (epoch seconds).
     pub fn window(mut self, start: i64, end: i64) -> JobRecordQuery {
         self.start_time = Some(start);

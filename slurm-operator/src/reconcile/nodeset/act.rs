@@ -304,10 +304,7 @@ async fn write_comment(
         Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e.into()),
     }
-    let update = NodeUpdate {
-        comment: Some(c.comment.clone()),
-        ..NodeUpdate::default()
-    };
+    let update = NodeUpdate::new().comment(c.comment.clone());
     let r = slurm.update_node(&c.node, &update).await;
     ctx.metrics.slurm_call("comment_node", &r);
     match r {

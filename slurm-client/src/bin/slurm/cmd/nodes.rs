@@ -113,10 +113,7 @@ pub async fn run(ctx: &Context, command: Option<NodesCommand>) -> anyhow::Result
 }
 
 async fn list(ctx: &Context, client: &Client, args: ListArgs) -> anyhow::Result<()> {
-    let query = NodeQuery {
-        all: args.all,
-        ..NodeQuery::default()
-    };
+    let query = NodeQuery::new().all(args.all);
     let response = client.list_nodes(&query).await?;
     output::warnings(&response.warnings);
     let nodes: Vec<Node> = response

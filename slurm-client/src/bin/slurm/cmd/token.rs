@@ -51,12 +51,9 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<()> {
         .duration_since(UNIX_EPOCH)
         .context("the system clock is before 1970")?
         .as_secs();
-    let claims = JwtClaims {
-        iat,
-        exp: iat + args.lifespan.as_secs().max(1),
-        sun: user,
-        ..Default::default()
-    };
+    let claims = JwtClaims::new(user, Duration::ZERO)
+        .issued_at(iat)
+        .expires_at(iat + args.lifespan.as_secs().max(1));
     let token = mint_hs256(&key, &claims);
     crate::output::print(&format!("{}\n", token.expose_secret()))
 }
