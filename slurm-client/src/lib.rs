@@ -78,6 +78,27 @@
 //!
 //! Tokens and keys are held in [`secrecy`] types: no `Debug` output, log line or error
 //! of this crate contains them.
+//!
+//! # Stability
+//!
+//! Semantic versioning covers the version-neutral API on [`Client`] (with
+//! [`ClientBuilder`], [`Request`], [`Response`] and [`Error`]), the [`model`] types,
+//! [`tracking`], [`hostlist`] and authentication ([`TokenProvider`] and its providers,
+//! [`JwtClaims`], [`mint_hs256`], [`verify_hs256`]).
+//!
+//! - Structs and enums marked `#[non_exhaustive]` may gain fields or variants in a minor
+//!   release (a patch release while the crate is 0.x). Read their fields, but build them
+//!   with their constructors and setters (e.g. [`JobSubmission::wrap`], [`JobQuery::new`],
+//!   [`NodeUpdate::new`], [`JwtClaims::new`]) rather than struct literals, and give a
+//!   `match` on such an enum a wildcard arm.
+//! - The generated per-version modules (`v0_0_40` … `v0_0_45`) keep the shape progenitor
+//!   gives them and change whenever the upstream OpenAPI specs or this crate's overlay
+//!   change. Such a change is breaking: while the crate is 0.x it bumps the minor version.
+//! - `__bench` is hidden from the documentation and is not API.
+//! - The minimum supported Rust version is the `rust-version` in Cargo.toml; raising it
+//!   is a minor-version change.
+//!
+//! CI checks semver with `cargo-semver-checks` against the last tagged release.
 
 #![warn(missing_docs)]
 
@@ -148,3 +169,8 @@ pub use secrecy;
 // see src/generated/mod.rs. Owned by `cargo xtask generate`.
 mod generated;
 pub use generated::*;
+
+/// The README's Rust examples, compiled (and, unless `no_run`, run) by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

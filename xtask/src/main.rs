@@ -7,7 +7,9 @@ mod generate;
 mod helm;
 mod image;
 mod kube;
+mod msrv;
 mod openapi;
+mod release;
 mod slurm;
 mod test;
 mod unified;
@@ -77,6 +79,19 @@ enum Cmd {
     /// Recorded slurmrestd responses for slurm-client's decode tests and benchmarks.
     #[command(subcommand)]
     Fixtures(fixtures::FixturesCmd),
+    /// Cut a release: one version for the crates, images and charts; changelog, semver and
+    /// `cargo publish --dry-run` checks, a commit and a tag, then the images and chart packages.
+    Release(release::ReleaseArgs),
+    /// The published crates' public API against the last release (cargo-semver-checks, installed
+    /// on first use): a breaking change fails unless the version in Cargo.toml announces it.
+    Semver {
+        /// A git revision to compare with instead of the last release.
+        #[arg(long)]
+        baseline: Option<String>,
+    },
+    /// slurm-client built with its MSRV, Debian trixie's rustc and cargo (in a root made with
+    /// mmdebstrap, cached), from the crate as `cargo package` makes it, offline (needs root).
+    Msrv,
     /// Generate slurm-client's per-version modules from openapi/*.json and openapi/overlay.json.
     Generate {
         /// Fail, naming the stale files, if the committed generated code differs.
@@ -108,8 +123,11 @@ fn main() -> anyhow::Result<()> {
         Cmd::Openapi(OpenapiCmd::Fetch) => openapi::fetch(&workspace()),
         Cmd::Fixtures(cmd) => fixtures::run(&workspace(), cmd),
         Cmd::Generate { check } => generate::run(check),
+        Cmd::Msrv => msrv::run_check(&workspace()),
         Cmd::Image(cmd) => image::run(&workspace(), cmd),
         Cmd::Kube(cmd) => kube::run(cmd, &workspace()),
         Cmd::Helm(cmd) => helm::run(&workspace(), cmd),
+        Cmd::Release(args) => release::run(&workspace(), &args),
+        Cmd::Semver { baseline } => release::semver::check(&workspace(), baseline.as_deref()),
     }
 }

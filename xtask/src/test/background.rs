@@ -1,5 +1,5 @@
 //! Work that runs in the background while the ground tests run: the static checks (clippy,
-//! rustdoc, each REST version alone; generated code current) and the dev images of the end-to-end. They only compile or
+//! rustdoc, each REST version alone, slurm-client with its MSRV; generated code current) and the dev images of the end-to-end. They only compile or
 //! pack, the ground tests mostly wait on pods; at nice 19 they take only the CPU the tests leave.
 //! Each lane's output goes to a log, printed if it fails.
 
@@ -63,13 +63,31 @@ struct Stop {
 }
 
 impl Background {
-    /// Clippy, rustdoc and each REST version alone; log `target/ci-checks.log`.
-    pub fn checks(workspace: &Path) -> Result<Background> {
+    /// Clippy, rustdoc, each REST version alone, then slurm-client built with its MSRV by the
+    /// xtask binary `xtask` (`msrv`); log `target/ci-checks.log`.
+    pub fn checks(workspace: &Path, xtask: &Path) -> Result<Background> {
         Background::start(
             workspace,
             "ci-checks.log",
-            "clippy, rustdoc and the REST versions",
-            checks(),
+            "clippy, rustdoc, the REST versions and the MSRV build",
+            checks(xtask),
+        )
+    }
+
+    /// `xtask semver`: the published crates' API against the last release (cargo-semver-checks
+    /// installed from crates.io on a machine that lacks it, then two rustdoc JSON builds); log
+    /// `target/ci-semver.log`.
+    pub fn semver(workspace: &Path, xtask: &Path) -> Result<Background> {
+        let steps = vec![Step {
+            program: xtask.into(),
+            args: vec!["semver".to_owned()],
+            env: Vec::new(),
+        }];
+        Background::start(
+            workspace,
+            "ci-semver.log",
+            "semver checks of the published crates",
+            steps,
         )
     }
 
@@ -161,7 +179,7 @@ impl Drop for Background {
     }
 }
 
-fn checks() -> Vec<Step> {
+fn checks(xtask: &Path) -> Vec<Step> {
     let mut steps = vec![
         Step::cargo(
             &[
@@ -203,6 +221,12 @@ fn checks() -> Vec<Step> {
             &[],
         ));
     }
+    // slurm-client with Debian trixie's rustc and cargo, the rust-version it declares (msrv.rs).
+    steps.push(Step {
+        program: xtask.into(),
+        args: vec!["msrv".to_owned()],
+        env: Vec::new(),
+    });
     steps
 }
 

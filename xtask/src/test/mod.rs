@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 use crate::slurm::{self, Release, UpArgs};
 
 mod background;
+mod examples;
 
 /// What a whole run writes to the target directory's disk, with room to spare: 5.1 GiB measured
 /// on a clean checkout with the Slurm roots, API server and images cached (the one test build
@@ -163,7 +164,8 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
         .iter()
         .find(|a| a.package == "xtask" && a.kind == "bin" && !a.harness)
         .context("the unified build made no xtask binary")?;
-    let checks = background::Background::checks(workspace)?;
+    let checks = background::Background::checks(workspace, &xtask.executable)?;
+    let semver = background::Background::semver(workspace, &xtask.executable)?;
     let images = background::Background::generated_and_dev_images(
         workspace,
         &xtask.executable,
@@ -227,8 +229,12 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
     })?;
     deploy?;
     t.phase(
-        "clippy, rustdoc and each REST version alone (run beside the ground tests)",
+        "clippy, rustdoc, each REST version alone, slurm-client with its MSRV (run beside the ground tests)",
         || checks.wait(),
+    )?;
+    t.phase(
+        "semver checks of slurm-client against its last release (run beside the ground tests)",
+        || semver.wait(),
     )?;
     t.phase("start Slurm 24.11 and 26.05 with accounting", || {
         for release in Release::ALL {
@@ -256,6 +262,10 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
         doc.env("SLURM_TEST_ENV_FILES", env_files.join(":"));
         status(doc)
     })?;
+    t.phase(
+        "slurm-client examples against Slurm 24.11 and 26.05",
+        || examples::run(&built, &Release::ALL),
+    )?;
     // Many sites run slurmrestd without slurmdbd: the exporter's tests against a 24.11
     // cluster without accounting check that it needs slurmdbd only for the accounting sources.
     t.phase("restart Slurm 24.11 without accounting", || {
