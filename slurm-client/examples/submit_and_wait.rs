@@ -41,11 +41,16 @@ async fn main() -> Result<ExitCode, Box<dyn std::error::Error>> {
         job.nodes.as_deref().unwrap_or("-"),
         describe(job.exit_code.as_ref()),
     );
-    if let Some(out) = &job.stdout {
-        eprintln!(
-            "its output: {out} on {}",
-            job.batch_host.as_deref().unwrap_or("its node")
-        );
+    if let Some(pattern) = &job.stdout {
+        // Some releases report the pattern as given (`slurm-%j.out`, relative to the job's
+        // working directory), others the path it became.
+        let mut path = pattern.replace("%j", &job.id.to_string());
+        if !path.starts_with('/') {
+            let dir = job.working_directory.as_deref().unwrap_or(".");
+            path = format!("{}/{path}", dir.trim_end_matches('/'));
+        }
+        let host = job.batch_host.as_deref().unwrap_or("its node");
+        eprintln!("its output: {path} on {host}");
     }
     let return_code = job.exit_code.as_ref().and_then(|e| e.return_code);
     Ok(match (&job.state, return_code) {
