@@ -38,7 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             job.name,
             job.user,
             job.partition.as_deref().unwrap_or("-"),
-            job.state.as_str(), // a &str: Display of the state ignores the width
+            job.state,
             job.nodes
                 .as_deref()
                 .or(job.reason.as_deref())

@@ -1,7 +1,8 @@
 //! The slurm-client examples against real clusters: every example program the unified build made
 //! (slurm-client/examples/*.rs) and every script beside them (*.sh, with the built `slurm` on the
-//! PATH), run with a cluster's env file. Each must exit 0 within [`TIMEOUT`]; their output is kept
-//! in `<run dir of the release>/examples/` and printed when one fails.
+//! PATH), run with a cluster's env file. Each must exit 0 within [`TIMEOUT`]; the output of each is
+//! printed when it fails, and kept in the cluster's run dir (`/run/slurm-dev/<release>/examples/`)
+//! until the cluster stops.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -213,38 +214,5 @@ mod tests {
             redact("minted\nSLURM_JWT=a.b.c\nexport SLURM_JWT=x"),
             "minted\nSLURM_JWT=<redacted>\nexport SLURM_JWT=<redacted>"
         );
-    }
-
-    // TEMPORARY (removed after the manual run): the phase against clusters already up, with
-    // binaries from $EXAMPLES_TARGET/debug.
-    #[test]
-    #[ignore]
-    fn temporary_against_running_clusters() {
-        let target = PathBuf::from(std::env::var("EXAMPLES_TARGET").unwrap()).join("debug");
-        let pkg = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../slurm-client");
-        let artifact = |kind: &str, name: &str, exe: PathBuf| Artifact {
-            package: PACKAGE.into(),
-            kind: kind.into(),
-            name: name.into(),
-            executable: exe,
-            package_dir: pkg.clone(),
-            harness: kind == "example",
-            runs_by_default: true,
-            module: false,
-        };
-        let mut built = vec![artifact("bin", "slurm", target.join("slurm"))];
-        for name in ["follow_nodes", "list_jobs", "mint_token", "submit_and_wait"] {
-            built.push(artifact(
-                "example",
-                name,
-                target.join("examples").join(name),
-            ));
-        }
-        let releases: Vec<Release> = std::env::var("EXAMPLES_RELEASES")
-            .unwrap()
-            .split(',')
-            .map(|r| r.parse().unwrap())
-            .collect();
-        run(&built, &releases).unwrap();
     }
 }
