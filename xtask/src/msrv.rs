@@ -192,23 +192,7 @@ fn ensure_root() -> Result<(PathBuf, bool)> {
         log.display()
     );
     let started = Instant::now();
-    let log_file =
-        std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-    let mut cmd = Command::new("mmdebstrap");
-    cmd.arg("--variant=minbase")
-        .arg(format!("--include={}", PACKAGES.join(",")))
-        .arg("--aptopt=Acquire::Check-Valid-Until \"false\"")
-        .arg(SUITE)
-        .arg(&tmp);
-    if let Some(mirror) = std::env::var_os("SLURM_DEV_MIRROR") {
-        cmd.arg(mirror);
-    }
-    let status = cmd
-        .stdin(Stdio::null())
-        .stdout(log_file.try_clone()?)
-        .stderr(log_file)
-        .status()
-        .context("running mmdebstrap")?;
+    let status = rootfs::mmdebstrap(SUITE, PACKAGES, &tmp, &log)?;
     if !status.success() {
         bail!(
             "building the Debian {SUITE} toolchain root failed ({status}); see {}",

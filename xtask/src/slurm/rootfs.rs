@@ -68,23 +68,7 @@ pub fn ensure(release: Release) -> Result<PathBuf> {
         log.display()
     );
     let started = std::time::Instant::now();
-    let log_file =
-        std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-    let mut cmd = Command::new("mmdebstrap");
-    cmd.arg("--variant=minbase")
-        .arg(format!("--include={}", PACKAGES.join(",")))
-        .arg("--aptopt=Acquire::Check-Valid-Until \"false\"")
-        .arg(release.suite())
-        .arg(&tmp);
-    if let Some(mirror) = std::env::var_os("SLURM_DEV_MIRROR") {
-        cmd.arg(mirror);
-    }
-    let status = cmd
-        .stdin(Stdio::null())
-        .stdout(log_file.try_clone()?)
-        .stderr(log_file)
-        .status()
-        .context("running mmdebstrap")?;
+    let status = mmdebstrap(release.suite(), PACKAGES, &tmp, &log)?;
     if !status.success() {
         bail!(
             "building the Slurm {release} root failed ({status}); see {}",
@@ -132,6 +116,32 @@ fn prepare(root: &Path) -> Result<()> {
         std::fs::create_dir_all(root.join(dir))?;
     }
     Ok(())
+}
+
+/// A minimal Debian `suite` root with `packages` in `dir` (mmdebstrap from `SLURM_DEV_MIRROR`, else
+/// Debian's default mirror), its output in `log`.
+pub fn mmdebstrap(
+    suite: &str,
+    packages: &[&str],
+    dir: &Path,
+    log: &Path,
+) -> Result<std::process::ExitStatus> {
+    let log_file =
+        std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let mut cmd = Command::new("mmdebstrap");
+    cmd.arg("--variant=minbase")
+        .arg(format!("--include={}", packages.join(",")))
+        .arg("--aptopt=Acquire::Check-Valid-Until \"false\"")
+        .arg(suite)
+        .arg(dir);
+    if let Some(mirror) = std::env::var_os("SLURM_DEV_MIRROR") {
+        cmd.arg(mirror);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file)
+        .status()
+        .context("running mmdebstrap")
 }
 
 pub fn ensure_mmdebstrap() -> Result<()> {
