@@ -19,7 +19,7 @@ use crate::kube::{ground, state as kube_state};
 use crate::slurm::process;
 
 /// The one copy of "run a process inside the ground as if in a pod", shared with test-support.
-#[path = "../../../test-support/src/ground/netns.rs"]
+#[path = "../../test-support/src/ground/netns.rs"]
 mod netns;
 
 /// Slinky-style manifests: Controller + RestApi + NodeSet of 3 + Token (the operator's tests use

@@ -1,8 +1,8 @@
 //! `cargo xtask kube …`: the Kubernetes test ground. A real API server, the project's own
-//! (xtask/kube/apiserver, Go, built from the upstream libraries Debian sid packages), with etcd,
-//! both on the host's loopback, so that the operator and the bridge are tested against real
-//! Kubernetes. The kubelet and the controllers come next (`--nodes` and `--slurm` are recorded
-//! for them already).
+//! (`xtask/kube/apiserver`, Go, built from the upstream libraries Debian sid packages), with etcd,
+//! both on the host's loopback, and the ground's own processes from `xtask/kube-ground` (the
+//! test kubelet, the pod network, DNS and Services, the stand-in controllers), so that the
+//! operator and the bridge are tested against real Kubernetes.
 
 pub mod apiserver;
 pub mod ground;

@@ -9,8 +9,9 @@ use std::process::Command;
 /// The workspace root.
 pub fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("test-support is in the workspace")
+        .ancestors()
+        .nth(2)
+        .expect("test-support is in the workspace, under xtask/")
         .to_owned()
 }
 
