@@ -285,8 +285,8 @@ pub fn job_deadlines<'a>(
     for job in jobs.into_iter().filter(|j| j.is_running()) {
         let nodes = hostlist::expand(job.nodes.as_deref().unwrap_or(""))?;
         let deadline =
-            crate::nodeset::deadline::job_deadline(job.start_time, job.time_limit_minutes);
-        crate::nodeset::deadline::record(
+            crate::planner::deadline::job_deadline(job.start_time, job.time_limit_minutes);
+        crate::planner::deadline::record(
             &mut deadlines,
             nodes.iter().map(String::as_str),
             deadline,

@@ -215,4 +215,5 @@ async fn slinky_manifests_make_a_working_cluster_that_scales_in_safely() {
         node(&client, "slinky-0").await.reason.as_deref(),
         Some("admin: disk check")
     );
+    common::end_state::assert_full_service(&env, &client, "the scale-ins", &[]).await;
 }

@@ -9,7 +9,12 @@
 //!    job ended.
 //! 4. `kubectl scale nodeset --replicas=0` and back to 2, as an HPA would do it through the scale
 //!    subresource: pods drain and go, come back, and their Slurm nodes are idle again.
-//! 5. A change of the Controller's `extraConf` rolls slurmctld, and the cluster works after.
+//! 5. A scale-in from 2 to 1 right after a job started on the highest ordinal: the job completes,
+//!    and the node that stays is usable after it (issue 27), then back to 2.
+//! 6. A change of the Controller's `extraConf` rolls slurmctld, and the cluster works after.
+//!
+//! Every step ends with [`assert_full_service`]: desired pods ready, every Slurm node usable,
+//! no cordon or drain of the operator's left, no job lost.
 //!
 //! `inplaceReconfigure` is not covered: the ground's kubelet writes ConfigMap volumes once, when
 //! a pod starts, so the reconfigure sidecar would never see a new slurm.conf.
@@ -22,10 +27,13 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::workers::{LIMIT, NODESET, node, pod_uid, sbatch, scale, slurm, wait_node, wait_pods};
+use common::end_state::assert_full_service;
+use common::workers::{
+    LIMIT, NODESET, node, pod_uid, pods, sbatch, scale, slurm, wait_node, wait_pods,
+};
 use common::{TestEnv, ground};
 use slurm_client::Client;
-use slurm_client::model::{Node, NodeState};
+use slurm_client::model::{JobState, Node, NodeState};
 
 const CORDON_REASON_ANNOTATION: &str = "nodeset.slinky.slurm.net/node-cordon-reason";
 /// How long the cluster is watched at rest.
@@ -58,6 +66,7 @@ async fn one_cluster_through_cordon_quiet_restart_scale_to_zero_and_config_chang
 
     let t = Instant::now();
     cordon_drains_and_uncordon_resumes(&env, &client).await;
+    assert_full_service(&env, &client, "cordon and uncordon", &[]).await;
     phase("cordon", t);
 
     // Findings that do not stop the later scenarios; reported at the end.
@@ -69,15 +78,22 @@ async fn one_cluster_through_cordon_quiet_restart_scale_to_zero_and_config_chang
     phase("quiet", t);
 
     let t = Instant::now();
-    restart_mid_scale_in_keeps_the_busy_pod(&mut env, &client).await;
+    let job = restart_mid_scale_in_keeps_the_busy_pod(&mut env, &client).await;
+    assert_full_service(&env, &client, "a restart mid-scale-in", &[job]).await;
     phase("restart mid-scale-in", t);
 
     let t = Instant::now();
     scale_to_zero_and_back(&env, &client).await;
+    assert_full_service(&env, &client, "scale to 0 and back", &[]).await;
     phase("scale 0 and back", t);
 
     let t = Instant::now();
+    scale_in_beside_a_running_job(&env, &client).await;
+    phase("scale-in beside a running job", t);
+
+    let t = Instant::now();
     config_change_rolls_slurmctld(&env).await;
+    assert_full_service(&env, &client, "a config change", &[]).await;
     phase("config change", t);
 
     phase("total", start);
@@ -485,7 +501,8 @@ fn describe(e: &serde_json::Value) -> String {
 
 // --- 3. operator restart mid-scale-in ----------------------------------------------------------
 
-async fn restart_mid_scale_in_keeps_the_busy_pod(env: &mut TestEnv, client: &Client) {
+/// Returns the job it cancelled.
+async fn restart_mid_scale_in_keeps_the_busy_pod(env: &mut TestEnv, client: &Client) -> u32 {
     let victim = format!("{NODESET}-1");
     let job = sbatch(
         env,
@@ -537,6 +554,7 @@ async fn restart_mid_scale_in_keeps_the_busy_pod(env: &mut TestEnv, client: &Cli
     // The job ends: the new operator deletes the pod.
     client.cancel_job(job).await.expect("scancel");
     wait_pods(env, &[&format!("{NODESET}-0")]);
+    job
 }
 
 // --- 4. scale to zero and back -----------------------------------------------------------------
@@ -609,7 +627,44 @@ fn scale_status(env: &TestEnv) -> String {
     ])
 }
 
-// --- 5. config change --------------------------------------------------------------------------
+// --- 5. scale-in beside a running job ----------------------------------------------------------
+
+/// Issue 27: the job starts on slinky-1, the first victim while its deadline is not yet known,
+/// and the scale-in comes at once. Whichever pod goes, the job completes and the node that stays
+/// is usable afterwards; then back to 2.
+async fn scale_in_beside_a_running_job(env: &TestEnv, client: &Client) {
+    let job = sbatch(
+        env,
+        "sbatch -w slinky-1 -t 2 -o /dev/null --parsable --wrap 'sleep 20'",
+    );
+    scale(env, 1);
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let state = client.get_job(job).await.expect("the job").value.state;
+        if state.is_finished() {
+            assert_eq!(state, JobState::Completed, "job {job}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "job {job} still {state:?}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let deadline = Instant::now() + LIMIT;
+    while pods(env).len() != 1 {
+        assert!(
+            Instant::now() < deadline,
+            "pods {:?} after the scale-in",
+            pods(env)
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_full_service(env, client, "a scale-in beside a running job", &[job]).await;
+
+    scale(env, 2);
+    wait_pods(env, &[&format!("{NODESET}-0"), &format!("{NODESET}-1")]);
+    assert_full_service(env, client, "the scale-out after it", &[job]).await;
+}
+
+// --- 6. config change --------------------------------------------------------------------------
 
 async fn config_change_rolls_slurmctld(env: &TestEnv) {
     let cr = "controllers.slinky.slurm.net/slurm";

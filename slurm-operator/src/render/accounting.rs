@@ -175,11 +175,11 @@ pub fn stateful_set(
     ]);
     let mut pod_annotations = annotations.clone();
     pod_annotations.insert(
-        labels::ANNOTATION_SLURM_KEY_HASH.into(),
+        crate::keys::ANNOTATION_SLURM_KEY_HASH.into(),
         secret_data_hash(key_secrets, Some(&slurm_key.name)),
     );
     pod_annotations.insert(
-        labels::ANNOTATION_JWT_KEY_HASH.into(),
+        crate::keys::ANNOTATION_JWT_KEY_HASH.into(),
         secret_data_hash(key_secrets, Some(&jwt_key.name)),
     );
     let conf_bytes = config
@@ -189,11 +189,11 @@ pub fn stateful_set(
         .map(|b| b.0.as_slice())
         .unwrap_or_default();
     pod_annotations.insert(
-        labels::ANNOTATION_SLURMDBD_CONF_HASH.into(),
+        crate::keys::ANNOTATION_SLURMDBD_CONF_HASH.into(),
         checksum(conf_bytes),
     );
     pod_annotations.insert(
-        labels::ANNOTATION_DEFAULT_CONTAINER.into(),
+        crate::keys::ANNOTATION_DEFAULT_CONTAINER.into(),
         Component::Accounting.app().into(),
     );
 

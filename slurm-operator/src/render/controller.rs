@@ -321,19 +321,19 @@ fn pod_annotations(
         &spec.template.metadata.annotations,
     ]);
     a.insert(
-        labels::ANNOTATION_SLURM_KEY_HASH.into(),
+        crate::keys::ANNOTATION_SLURM_KEY_HASH.into(),
         secret_data_hash(
             inputs.secrets,
             spec.slurm_key_ref.as_ref().map(|r| r.name.as_str()),
         ),
     );
     a.insert(
-        labels::ANNOTATION_JWT_KEY_HASH.into(),
+        crate::keys::ANNOTATION_JWT_KEY_HASH.into(),
         secret_data_hash(inputs.secrets, spec.jwt_key_ref().map(|r| r.name.as_str())),
     );
     if !spec.inplace_reconfigure {
         a.insert(
-            labels::ANNOTATION_SLURM_CONFIG_HASH.into(),
+            crate::keys::ANNOTATION_SLURM_CONFIG_HASH.into(),
             checksum_map(config.data.as_ref().unwrap_or(&BTreeMap::new())),
         );
         let names = extra_config_maps(controller);
@@ -352,12 +352,12 @@ fn pod_annotations(
                     .flat_map(|d| d.values().map(String::as_bytes))
             });
         a.insert(
-            labels::ANNOTATION_CONFIG_FILES_HASH.into(),
+            crate::keys::ANNOTATION_CONFIG_FILES_HASH.into(),
             checksum_values(values),
         );
     }
     a.insert(
-        labels::ANNOTATION_DEFAULT_CONTAINER.into(),
+        crate::keys::ANNOTATION_DEFAULT_CONTAINER.into(),
         Component::Controller.app().into(),
     );
     a

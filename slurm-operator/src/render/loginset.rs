@@ -255,7 +255,7 @@ pub fn deployment(
     let mut pod_annotations = annotations.clone();
     let host_keys = host_keys_name(&name);
     pod_annotations.insert(
-        labels::ANNOTATION_SSH_HOST_KEYS_HASH.into(),
+        crate::keys::ANNOTATION_SSH_HOST_KEYS_HASH.into(),
         secret_data_hash(secrets, Some(&host_keys)),
     );
     let sshd = config_map
@@ -264,7 +264,10 @@ pub fn deployment(
         .and_then(|d| d.get(SSHD_CONFIG))
         .cloned()
         .unwrap_or_default();
-    pod_annotations.insert(labels::ANNOTATION_SSHD_CONF_HASH.into(), checksum(sshd));
+    pod_annotations.insert(
+        crate::keys::ANNOTATION_SSHD_CONF_HASH.into(),
+        checksum(sshd),
+    );
     let sssd_value = secrets
         .iter()
         .find(|s| s.metadata.name.as_deref() == Some(&sssd.name))
@@ -273,11 +276,11 @@ pub fn deployment(
         .map(|v| v.0.as_slice())
         .unwrap_or_default();
     pod_annotations.insert(
-        labels::ANNOTATION_SSSD_CONF_HASH.into(),
+        crate::keys::ANNOTATION_SSSD_CONF_HASH.into(),
         checksum(sssd_value),
     );
     pod_annotations.insert(
-        labels::ANNOTATION_DEFAULT_CONTAINER.into(),
+        crate::keys::ANNOTATION_DEFAULT_CONTAINER.into(),
         Component::Login.app().into(),
     );
 

@@ -91,7 +91,7 @@ pub(crate) fn merge_maps<'a>(
 /// The custom resource's own annotations, minus kubectl's last-applied copy of it.
 pub(crate) fn cr_annotations(meta: &ObjectMeta) -> BTreeMap<String, String> {
     let mut a = meta.annotations.clone().unwrap_or_default();
-    a.remove(labels::ANNOTATION_LAST_APPLIED);
+    a.remove(crate::keys::ANNOTATION_LAST_APPLIED);
     a
 }
 

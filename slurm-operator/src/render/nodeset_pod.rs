@@ -187,11 +187,11 @@ pub fn pod(
     };
     add_claim_volumes(spec, nodeset, &padded);
     let labels = pod.metadata.labels.get_or_insert_with(BTreeMap::new);
-    labels.insert(labels::LABEL_POD_INDEX.into(), padded);
-    labels.insert(labels::LABEL_POD_NAME.into(), name.clone());
-    labels.insert(labels::LABEL_POD_HOSTNAME.into(), slurm_node);
+    labels.insert(crate::keys::LABEL_POD_INDEX.into(), padded);
+    labels.insert(crate::keys::LABEL_POD_NAME.into(), name.clone());
+    labels.insert(crate::keys::LABEL_POD_HOSTNAME.into(), slurm_node);
     labels.insert(
-        labels::LABEL_SCALING_MODE.into(),
+        crate::keys::LABEL_SCALING_MODE.into(),
         ScalingMode::StatefulSet.as_str().into(),
     );
     pod.metadata.name = Some(name);
@@ -233,15 +233,15 @@ pub fn daemon_pod(
     // Kubernetes' daemon tolerations: a cordoned or pressured node keeps its worker (Slinky #259).
     let host_network = spec.host_network == Some(true);
     let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
-    for t in crate::nodeset::daemon::daemon_tolerations(host_network) {
+    for t in crate::planner::daemon::daemon_tolerations(host_network) {
         if !tolerations.contains(&t) {
             tolerations.push(t);
         }
     }
     let labels = pod.metadata.labels.get_or_insert_with(BTreeMap::new);
-    labels.insert(labels::LABEL_POD_HOSTNAME.into(), hostname);
+    labels.insert(crate::keys::LABEL_POD_HOSTNAME.into(), hostname);
     labels.insert(
-        labels::LABEL_SCALING_MODE.into(),
+        crate::keys::LABEL_SCALING_MODE.into(),
         ScalingMode::DaemonSet.as_str().into(),
     );
     pod.metadata.generate_name = Some(format!("{}-", nodeset.name_any()));
@@ -296,7 +296,7 @@ fn base_pod(
         &labels::worker_labels(&name, ctrl),
     ]);
     pod_labels.insert(
-        labels::LABEL_CONTROLLER_REVISION_HASH.into(),
+        crate::keys::LABEL_CONTROLLER_REVISION_HASH.into(),
         revision.to_owned(),
     );
     let mut annotations = merge_maps([
@@ -308,9 +308,12 @@ fn base_pod(
     } else {
         String::new()
     };
-    annotations.insert(labels::ANNOTATION_SSHD_CONF_HASH.into(), checksum(sshd));
     annotations.insert(
-        labels::ANNOTATION_DEFAULT_CONTAINER.into(),
+        crate::keys::ANNOTATION_SSHD_CONF_HASH.into(),
+        checksum(sshd),
+    );
+    annotations.insert(
+        crate::keys::ANNOTATION_DEFAULT_CONTAINER.into(),
         Component::Worker.app().into(),
     );
 
@@ -359,7 +362,7 @@ fn base_pod(
             ..Default::default()
         }),
         tolerations: Some(vec![Toleration {
-            key: Some(labels::TAINT_KEY_WORKER.into()),
+            key: Some(crate::keys::TAINT_KEY_WORKER.into()),
             operator: Some("Equal".into()),
             effect: Some("NoExecute".into()),
             ..Default::default()
@@ -392,7 +395,7 @@ fn add_one_per_node_anti_affinity(spec: &mut PodSpec) {
         topology_key: "kubernetes.io/hostname".into(),
         label_selector: Some(LabelSelector {
             match_expressions: Some(vec![LabelSelectorRequirement {
-                key: labels::LABEL_APP.into(),
+                key: crate::keys::LABEL_APP.into(),
                 operator: "In".into(),
                 values: Some(vec![Component::Worker.app().into()]),
             }]),
@@ -451,7 +454,7 @@ fn slurmd_container(nodeset: &NodeSet, controller: &Controller) -> Result<Contai
                     field_ref: Some(ObjectFieldSelector {
                         field_path: format!(
                             "metadata.annotations['{}']",
-                            labels::ANNOTATION_TOPOLOGY_SPEC
+                            crate::keys::ANNOTATION_TOPOLOGY_SPEC
                         ),
                         ..Default::default()
                     }),

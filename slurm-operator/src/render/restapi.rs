@@ -105,7 +105,7 @@ pub fn deployment(restapi: &RestApi, controller: &Controller) -> Result<Deployme
     ]);
     let mut pod_annotations = annotations.clone();
     pod_annotations.insert(
-        labels::ANNOTATION_DEFAULT_CONTAINER.into(),
+        crate::keys::ANNOTATION_DEFAULT_CONTAINER.into(),
         Component::RestApi.app().into(),
     );
     let base = PodSpec {

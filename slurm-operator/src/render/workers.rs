@@ -39,7 +39,7 @@ pub fn search_domain(controller: &str, namespace: &str, cluster_domain: &str) ->
 fn shared_labels(controller: &str) -> BTreeMap<String, String> {
     let mut l = labels::cluster_worker_selector(controller);
     l.insert(
-        labels::LABEL_COMPONENT.to_owned(),
+        crate::keys::LABEL_COMPONENT.to_owned(),
         Component::Worker.component().to_owned(),
     );
     l
@@ -92,8 +92,8 @@ pub fn render(
         spec: Some(PodDisruptionBudgetSpec {
             selector: Some(LabelSelector {
                 match_labels: Some(BTreeMap::from([
-                    (labels::LABEL_POD_PROTECT.to_owned(), "true".to_owned()),
-                    (labels::LABEL_CLUSTER.to_owned(), name.clone()),
+                    (crate::keys::LABEL_POD_PROTECT.to_owned(), "true".to_owned()),
+                    (crate::keys::LABEL_CLUSTER.to_owned(), name.clone()),
                 ])),
                 ..Default::default()
             }),

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)] // each test binary uses a part
 
+pub mod end_state;
 mod in_cluster;
 pub mod workers;
 

@@ -23,8 +23,8 @@ use slurm_client::model::{Node, NodeStateChange, NodeUpdate};
 use super::super::apply::{FIELD_MANAGER, apply};
 use super::super::{Context, Error};
 use crate::crd::{Controller, NodeSet};
-use crate::nodeset::pod_info::{self, NodeComment};
-use crate::nodeset::{CONDITION_PREFIX, DeleteReason, Plan, PodConditions};
+use crate::planner::pod_info::{self, NodeComment};
+use crate::planner::{CONDITION_PREFIX, DeleteReason, Plan, PodConditions};
 use crate::render;
 use crate::telemetry::metrics::NodeSetStateLabels;
 
@@ -61,10 +61,10 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
 
     keep(cluster_objects(ctx, t.controller).await);
 
-    for change in &plan.annotations {
-        let patch = json!({ "metadata": { "annotations": { change.key: change.value } } });
+    for (pod, annotations) in annotations_by_pod(plan) {
+        let patch = json!({ "metadata": { "annotations": annotations } });
         keep(
-            pods.patch(&change.pod, &patch_params(), &Patch::Merge(patch))
+            pods.patch(pod, &patch_params(), &Patch::Merge(patch))
                 .await
                 .map(drop)
                 .map_err(Error::from),
@@ -210,8 +210,7 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
 
     for p in &plan.protect {
         let value = p.protect.then_some("true");
-        let patch =
-            json!({ "metadata": { "labels": { render::labels::LABEL_POD_PROTECT: value } } });
+        let patch = json!({ "metadata": { "labels": { crate::keys::LABEL_POD_PROTECT: value } } });
         keep(
             pods.patch(&p.pod, &patch_params(), &Patch::Merge(patch))
                 .await
@@ -320,6 +319,29 @@ async fn write_comment(
 
 /// Whether Slurm node `name` is still in the state, flags and reason the plan saw (a fresh
 /// read). `false` when it changed since, or when the plan did not see it.
+/// The plan's annotation changes as one merge patch body per pod (`null` removes), in the
+/// order the pods first appear: a cordon and its mark land together or not at all.
+fn annotations_by_pod(plan: &Plan) -> Vec<(&str, serde_json::Map<String, serde_json::Value>)> {
+    let mut out: Vec<(&str, serde_json::Map<String, serde_json::Value>)> = Vec::new();
+    for change in &plan.annotations {
+        let value = change
+            .value
+            .clone()
+            .map_or(serde_json::Value::Null, Into::into);
+        match out.iter_mut().find(|(pod, _)| *pod == change.pod) {
+            Some((_, map)) => {
+                map.insert(change.key.to_owned(), value);
+            }
+            None => {
+                let mut map = serde_json::Map::new();
+                map.insert(change.key.to_owned(), value);
+                out.push((&change.pod, map));
+            }
+        }
+    }
+    out
+}
+
 async fn still_as_seen(
     ctx: &Context,
     slurm: &slurm_client::Client,
@@ -546,7 +568,7 @@ fn pin_by_hostname_label(pod: &mut Pod, label: &str) {
     {
         term.match_expressions.get_or_insert_with(Vec::new).push(
             k8s_openapi::api::core::v1::NodeSelectorRequirement {
-                key: crate::nodeset::daemon::HOSTNAME_LABEL.into(),
+                key: crate::planner::daemon::HOSTNAME_LABEL.into(),
                 operator: "In".into(),
                 values: Some(vec![label.to_owned()]),
             },

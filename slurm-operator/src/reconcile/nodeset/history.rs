@@ -1,4 +1,4 @@
-//! The NodeSet's ControllerRevisions, kept as [`crate::nodeset::history`] decides: listed by the
+//! The NodeSet's ControllerRevisions, kept as [`crate::planner::history`] decides: listed by the
 //! worker selector each reconcile (a read), written only when the template changed.
 
 use std::collections::BTreeSet;
@@ -13,11 +13,12 @@ use serde_json::json;
 
 use super::act::patch_params;
 use crate::crd::NodeSet;
-use crate::nodeset::history::{HistoryAction, Revision, history_actions};
+use crate::keys::LABEL_CONTROLLER_REVISION_HASH;
+use crate::planner::history::{HistoryAction, Revision, history_actions};
 use crate::reconcile::apply::FIELD_MANAGER;
 use crate::reconcile::{Context, Error};
 use crate::render;
-use crate::render::labels::{Component, LABEL_CONTROLLER_REVISION_HASH, selector_labels};
+use crate::render::labels::{Component, selector_labels};
 
 pub async fn sync(
     ctx: &Context,

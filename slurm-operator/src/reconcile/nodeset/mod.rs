@@ -1,7 +1,7 @@
 //! NodeSet: worker pods created directly (`N-<ordinal>`, or one per eligible Kubernetes node
 //! in DaemonSet mode), drained in Slurm before they are deleted, cordon sync,
 //! `SlurmNodeState*` pod conditions and status counters — decided by
-//! [`crate::nodeset::plan`] (DaemonSet mode: [`crate::nodeset::daemon`]) and applied by
+//! [`crate::planner::plan`] (DaemonSet mode: [`crate::planner::daemon`]) and applied by
 //! [`act`]. Woken by the NodeSet, its pods, the
 //! Kubernetes nodes (cordon), its Controller, and the cluster's Slurm node changes and job
 //! deadline changes (`pod-deadline`, from the running jobs' time limits).
@@ -26,7 +26,7 @@ use super::restapi::controller_of;
 use super::{Context, Error, Scope, cluster};
 use crate::crd::NodeSet;
 use crate::crd::nodeset::PruneSlurmNodeRecords;
-use crate::nodeset::{DaemonInput, PlanInput, SlurmView, daemon_plan, plan_scheduled};
+use crate::planner::{DaemonInput, PlanInput, SlurmView, daemon_plan, plan_scheduled};
 use crate::render;
 use crate::slurm::{ClusterKey, NodeView};
 
@@ -64,7 +64,7 @@ async fn finalize(nodeset: &NodeSet, ctx: &Context) -> Result<(), Error> {
     if !nodeset
         .finalizers()
         .iter()
-        .any(|f| f == crate::nodeset::scheduled::FINALIZER)
+        .any(|f| f == crate::planner::scheduled::FINALIZER)
     {
         return Ok(());
     }

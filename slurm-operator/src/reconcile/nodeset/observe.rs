@@ -7,15 +7,15 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
 use crate::crd::{NodeSet, ScalingMode, UpdateStrategyType};
-use crate::nodeset::{
+use crate::keys::{
+    ANNOTATION_CORDONED_BY_OPERATOR, ANNOTATION_NODE_CORDON_REASON, ANNOTATION_POD_CORDON,
+    ANNOTATION_POD_DEADLINE, ANNOTATION_POD_DELETION_COST, LABEL_CONTROLLER_REVISION_HASH,
+    LABEL_POD_PROTECT, LABEL_SCALING_MODE,
+};
+use crate::keys::{ANNOTATION_HOSTNAME_OVERRIDE, ANNOTATION_TOPOLOGY_SPEC};
+use crate::planner::{
     KubeNode, MaxUnavailable, NodeProblem, NodeSetView, Placement, PodPhase, PodView,
     UpdateStrategy,
-};
-use crate::render::labels::{ANNOTATION_HOSTNAME_OVERRIDE, ANNOTATION_TOPOLOGY_SPEC};
-use crate::render::labels::{
-    ANNOTATION_NODE_CORDON_REASON, ANNOTATION_POD_CORDON, ANNOTATION_POD_DEADLINE,
-    ANNOTATION_POD_DELETION_COST, LABEL_CONTROLLER_REVISION_HASH, LABEL_POD_PROTECT,
-    LABEL_SCALING_MODE,
 };
 
 /// The planner's view of `nodeset` at `update_revision`.
@@ -99,13 +99,16 @@ pub fn pod_view(
         cordoned: annotations
             .get(ANNOTATION_POD_CORDON)
             .is_some_and(|v| v == "true"),
+        cordoned_by_operator: annotations
+            .get(ANNOTATION_CORDONED_BY_OPERATOR)
+            .is_some_and(|v| v == "true"),
         deletion_cost: annotations
             .get(ANNOTATION_POD_DELETION_COST)
             .and_then(|v| v.parse().ok())
             .unwrap_or(0),
         deadline: annotations
             .get(ANNOTATION_POD_DEADLINE)
-            .and_then(|v| crate::nodeset::deadline::parse(v)),
+            .and_then(|v| crate::planner::deadline::parse(v)),
         k8s_node_unschedulable: node
             .and_then(|n| n.spec.as_ref())
             .and_then(|s| s.unschedulable)
@@ -160,7 +163,7 @@ pub fn kube_node(node: &Node) -> KubeNode {
 /// The scheduling constraints of a rendered worker pod spec, plus the daemon tolerations.
 pub fn placement(spec: &PodSpec) -> Placement {
     let mut tolerations = spec.tolerations.clone().unwrap_or_default();
-    tolerations.extend(crate::nodeset::daemon::daemon_tolerations(
+    tolerations.extend(crate::planner::daemon::daemon_tolerations(
         spec.host_network == Some(true),
     ));
     Placement {
@@ -203,7 +206,7 @@ mod tests {
     use kube::api::ObjectMeta;
 
     use super::*;
-    use crate::nodeset::cordon::node_cordoned_reason;
+    use crate::planner::cordon::node_cordoned_reason;
 
     fn condition(type_: &str, status: &str, reason: &str, message: &str) -> NodeCondition {
         NodeCondition {

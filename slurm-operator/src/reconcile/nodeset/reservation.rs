@@ -1,5 +1,5 @@
 //! ScheduledUpdate's Slurm reservation (`SlurmOperatorMaint-<N>`): looked up, created,
-//! updated or deleted as [`crate::nodeset::scheduled::reservation_action`] decides, with the
+//! updated or deleted as [`crate::planner::scheduled::reservation_action`] decides, with the
 //! finalizer `nodeset.slinky.slurm.net/reservation` held while it may exist and the
 //! `ReservationCreated` condition.
 //!
@@ -20,8 +20,8 @@ use super::super::apply::FIELD_MANAGER;
 use super::super::conditions::Wanted;
 use super::super::{Context, Error};
 use crate::crd::{NodeSet, UpdateStrategyType};
-use crate::nodeset::PodView;
-use crate::nodeset::scheduled::{
+use crate::planner::PodView;
+use crate::planner::scheduled::{
     CONDITION, FINALIZER, ReservationAction, ReservationInput, Schedule, reservation_action,
     reservation_name,
 };

@@ -13,7 +13,7 @@ use tokio::sync::broadcast;
 
 use super::super::{Context, Scope};
 use crate::crd::{Controller, NodeSet};
-use crate::render::labels::{ANNOTATION_HOSTNAME_OVERRIDE, ANNOTATION_NODE_CORDON_REASON};
+use crate::keys::{ANNOTATION_HOSTNAME_OVERRIDE, ANNOTATION_NODE_CORDON_REASON};
 use crate::slurm::ClusterKey;
 
 /// Cluster keys whose Slurm nodes changed, fanned out to the NodeSet watcher of every scope.

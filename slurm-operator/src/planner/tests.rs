@@ -13,6 +13,7 @@ use super::{Drain, Undrain};
 
 const CORDON: &str = "nodeset.slinky.slurm.net/pod-cordon";
 const DEADLINE: &str = "nodeset.slinky.slurm.net/pod-deadline";
+const MARK: &str = "slurm-rs/cordoned-by-operator";
 
 fn t(secs: i64) -> Timestamp {
     Timestamp::from_second(1_800_000_000 + secs).unwrap()
@@ -565,6 +566,56 @@ fn aborted_scale_in_is_undone() {
     assert!(p.delete.is_empty() && p.drain.is_empty());
 }
 
+/// Issue 27's scale-in: 2 → 1 right after a job started. The first pass condemned the busy
+/// pod (no deadline known yet) and cordoned it, but its drain was not sent (the node had
+/// changed since the plan). Once the deadline is known the idle pod goes instead, and the busy
+/// one, staying, gets the operator's cordon lifted, not an administrator's drain.
+#[test]
+fn a_pod_condemned_then_kept_loses_the_operators_cordon() {
+    let ns = nodeset(1);
+    let first = run(
+        &ns,
+        &[pod(0), pod(1)],
+        SlurmView::Nodes(&map(vec![
+            idle("gpu-0"),
+            node("gpu-1", NodeState::Allocated, &[], None),
+        ])),
+    );
+    assert_eq!(cordons(&first), vec![("gpu-1", true)]);
+    assert!(
+        first
+            .annotations
+            .iter()
+            .any(|a| a.pod == "gpu-1" && a.key == MARK && a.value.as_deref() == Some("true")),
+        "the operator's cordon carries its mark: {:?}",
+        first.annotations
+    );
+
+    let busy = PodView {
+        cordoned: true,
+        cordoned_by_operator: true,
+        deadline: Some(t(20_000)),
+        ..pod(1)
+    };
+    let second = run(
+        &ns,
+        &[pod(0), busy],
+        SlurmView::Nodes(&map(vec![
+            idle("gpu-0"),
+            node("gpu-1", NodeState::Allocated, &[], None),
+        ])),
+    );
+    assert_eq!(cordons(&second), vec![("gpu-0", true), ("gpu-1", false)]);
+    assert_eq!(
+        drains(&second),
+        vec![(
+            "gpu-0",
+            "slurm-operator: Pod (slurm/gpu-0) is pending termination for scale-in"
+        )]
+    );
+    assert!(second.undrain.is_empty() && second.delete.is_empty());
+}
+
 // ---- cordon sync ---------------------------------------------------------------------------
 
 #[test]
@@ -674,6 +725,44 @@ fn cordon_sync_table() {
             node: Some(idle("gpu-0")),
             cordon: None,
             drain: Some(ours_cordoned),
+            undrain: false,
+        },
+        Case {
+            why: "pod cordoned by the operator (condemned, its drain not sent, then kept): lifted, not drained",
+            pod: PodView {
+                cordoned_by_operator: true,
+                ..cordoned.clone()
+            },
+            node: Some(node("gpu-0", NodeState::Allocated, &[], None)),
+            cordon: Some(false),
+            drain: None,
+            undrain: false,
+        },
+        Case {
+            why: "pod cordoned by the operator and drained 'was cordoned' (the old bug's state): lifted and undrained",
+            pod: PodView {
+                cordoned_by_operator: true,
+                ..cordoned.clone()
+            },
+            node: Some(node(
+                "gpu-0",
+                NodeState::Mixed,
+                &["DRAIN"],
+                Some(ours_cordoned),
+            )),
+            cordon: Some(false),
+            drain: None,
+            undrain: true,
+        },
+        Case {
+            why: "the operator's mark left after an administrator removed pod-cordon: mark removed",
+            pod: PodView {
+                cordoned_by_operator: true,
+                ..p0.clone()
+            },
+            node: Some(idle("gpu-0")),
+            cordon: Some(false),
+            drain: None,
             undrain: false,
         },
         Case {

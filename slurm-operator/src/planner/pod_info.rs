@@ -84,7 +84,7 @@ mod tests {
             namespace: "slurm".into(),
             name: "cpu".into(),
             uid: "u-1".into(),
-            ..crate::nodeset::tests::nodeset(1)
+            ..crate::planner::tests::nodeset(1)
         };
         let pod = PodView {
             name: "cpu-0".into(),

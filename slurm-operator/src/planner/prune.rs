@@ -50,7 +50,7 @@ mod tests {
     use super::*;
 
     fn nodeset() -> NodeSetView {
-        crate::nodeset::tests::nodeset(2)
+        crate::planner::tests::nodeset(2)
     }
 
     fn slurm_node(name: &str, down: bool, flags: &[&str], comment: Option<String>) -> Node {

@@ -23,7 +23,9 @@ use super::status::{NodeSetCounters, replica_counts, slurm_counts};
 use super::update::rolling_update_victims;
 use super::victims::{Candidate, sort_for_deletion};
 use super::view::{NodeSetView, PodPhase, PodView, SlurmView, UpdateStrategy};
-use crate::render::labels::{ANNOTATION_POD_CORDON, ANNOTATION_POD_DEADLINE};
+use crate::keys::{
+    ANNOTATION_CORDONED_BY_OPERATOR, ANNOTATION_POD_CORDON, ANNOTATION_POD_DEADLINE,
+};
 
 /// Requeue while a condemned pod waits for its Slurm node to drain, and Slinky's base.
 pub const DRAIN_REQUEUE: Duration = Duration::from_secs(30);
@@ -382,12 +384,17 @@ fn delete(plan: &mut Plan, pod: &PodView, reason: DeleteReason) {
     });
 }
 
+/// The operator's own cordon (`true`: set, with its mark) or the lifting of a cordon (both
+/// annotations removed). The act layer writes one pod's changes in one patch, so the cordon and
+/// its mark never part.
 fn set_cordon(plan: &mut Plan, pod: &PodView, cordon: bool) {
-    plan.annotations.push(AnnotationChange {
-        pod: pod.name.clone(),
-        key: ANNOTATION_POD_CORDON,
-        value: cordon.then(|| "true".to_string()),
-    });
+    for key in [ANNOTATION_POD_CORDON, ANNOTATION_CORDONED_BY_OPERATOR] {
+        plan.annotations.push(AnnotationChange {
+            pod: pod.name.clone(),
+            key,
+            value: cordon.then(|| "true".to_string()),
+        });
+    }
 }
 
 /// Already condemned or deleted in this pass.

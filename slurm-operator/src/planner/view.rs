@@ -132,6 +132,9 @@ pub struct PodView {
     pub revision: String,
     /// Annotation `pod-cordon` is `"true"`.
     pub cordoned: bool,
+    /// Annotation `cordoned-by-operator` is `"true"`: the operator set that cordon, not an
+    /// administrator.
+    pub cordoned_by_operator: bool,
     /// Annotation `pod-deletion-cost` (0 when absent or malformed).
     pub deletion_cost: i32,
     /// Annotation `pod-deadline` (`None` when absent or malformed).

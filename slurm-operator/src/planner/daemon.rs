@@ -336,8 +336,8 @@ mod tests {
     use slurm_client::model::{Node, NodeFlag, NodeState};
 
     use super::*;
-    use crate::nodeset::plan::PodToDelete;
-    use crate::nodeset::view::{MaxUnavailable, NodeSetView, SlurmView, UpdateStrategy};
+    use crate::planner::plan::PodToDelete;
+    use crate::planner::view::{MaxUnavailable, NodeSetView, SlurmView, UpdateStrategy};
 
     const CORDON: &str = "nodeset.slinky.slurm.net/pod-cordon";
 

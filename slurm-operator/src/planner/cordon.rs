@@ -57,9 +57,10 @@ pub fn node_cordoned_reason(pod: &PodView, pod_key: &str) -> String {
 /// Cordon sync for `pod` (not terminating, not condemned) whose Slurm node is `node`
 /// (`None`: not registered, nothing to do).
 ///
-/// A cordoned pod whose Slurm node carries an operator reason other than "was cordoned" was
-/// cordoned by the operator (its Kubernetes node was cordoned, or it was condemned and then
-/// kept); that cause is gone, so it is uncordoned. A pod someone annotated stays cordoned.
+/// A cordon is the administrator's when the operator did not mark it as its own and the Slurm
+/// node is undrained or drained for it ("was cordoned"): it stays. Any other cordon of a pod
+/// that is staying was the operator's (its Kubernetes node was cordoned, or it was condemned and
+/// then kept); that cause is gone, so it is lifted with the drain.
 pub fn sync(pod: &PodView, node: Option<&Node>, pod_key: &str) -> CordonSync {
     let mut out = CordonSync::default();
     let Some(node) = node else { return out };
@@ -80,10 +81,15 @@ pub fn sync(pod: &PodView, node: Option<&Node>, pod_key: &str) -> CordonSync {
     if pod.cordoned {
         let current = node.reason.as_deref().unwrap_or_default();
         let annotated = operator_reason(&pod_cordoned_reason(pod_key));
-        if current.is_empty() || current == annotated {
+        let administrators =
+            !pod.cordoned_by_operator && (current.is_empty() || current == annotated);
+        if administrators {
             out.drain = drain(node, &pod_cordoned_reason(pod_key), ExistingReason::Keep);
             return out;
         }
+        out.cordon = Some(false);
+    } else if pod.cordoned_by_operator {
+        // The administrator lifted the operator's cordon: only the mark is left to remove.
         out.cordon = Some(false);
     }
     if pod.is_healthy()

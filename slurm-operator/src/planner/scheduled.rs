@@ -424,8 +424,8 @@ mod tests {
 
     #[test]
     fn plan_replaces_old_pods_in_maintenance_through_drain_then_delete() {
-        use crate::nodeset::plan::{DeleteReason, PlanInput, PodToDelete, plan_scheduled};
-        use crate::nodeset::view::{NodeSetView, PodPhase, SlurmView, UpdateStrategy};
+        use crate::planner::plan::{DeleteReason, PlanInput, PodToDelete, plan_scheduled};
+        use crate::planner::view::{NodeSetView, PodPhase, SlurmView, UpdateStrategy};
         let ns = NodeSetView {
             namespace: "slurm".into(),
             name: "gpu".into(),
