@@ -28,6 +28,11 @@ pub struct Config {
     /// Whether Kubernetes nodes that are Slurm nodes get the `NoExecute` taint
     /// `slinky.slurm.net/managed-node=<schedulerName>` (Slinky always sets it); `false` removes it.
     pub taint_nodes: bool,
+    /// Memory in MiB of the job of a workload whose pods request none (BestEffort pods, and
+    /// most pods people write). Without it Slurm would give such a job the whole node's memory
+    /// (its `DefMemPerNode` default), and nothing else could pack beside it. 200 MiB is what
+    /// kube-scheduler counts for a pod without a memory request; 0 leaves it to the partition.
+    pub default_mem_per_pod: u64,
 }
 
 /// A Kubernetes label selector (`matchLabels` and `matchExpressions`).
@@ -52,6 +57,10 @@ pub struct LabelRequirement {
     pub values: Vec<String>,
 }
 
+/// kube-scheduler's `DefaultMemoryRequest` (200 MiB), the memory it counts for a pod that
+/// requests none.
+pub const DEFAULT_MEM_PER_POD_MIB: u64 = 200;
+
 impl Default for Config {
     fn default() -> Config {
         Config {
@@ -63,6 +72,7 @@ impl Default for Config {
             partition: "slurm-bridge".into(),
             exclusive: true,
             taint_nodes: true,
+            default_mem_per_pod: DEFAULT_MEM_PER_POD_MIB,
         }
     }
 }
@@ -123,6 +133,12 @@ mod tests {
         assert_eq!(config.managed_namespaces, ["slurm-bridge", "ml"]);
         assert!(config.exclusive);
         assert!(config.taint_nodes);
+        assert_eq!(
+            config.default_mem_per_pod, 200,
+            "Slinky's file has no such key"
+        );
+        let config = Config::parse("defaultMemPerPod: 512\n").unwrap();
+        assert_eq!(config.default_mem_per_pod, 512);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! slurm-bridge (scheduler name, annotations, labels, config file); see the crate README.
 //!
 //! Layout: pure decisions ([`workload`], [`annotations`], [`translate`], [`feasible`],
-//! [`decide`], [`taint`]) and the loops that feed and apply them ([`scheduler`], [`jobs`],
+//! [`identify`], [`decide`], [`taint`]) and the loops that feed and apply them ([`scheduler`], [`jobs`],
 //! [`nodes`], [`webhook`]).
 
 pub mod annotations;
@@ -12,6 +12,7 @@ pub mod assumed;
 pub mod config;
 pub mod decide;
 pub mod feasible;
+pub mod identify;
 pub mod jobs;
 pub mod keys;
 pub mod metrics;
@@ -24,5 +25,6 @@ pub mod scheduler;
 pub mod slurm_nodes;
 pub mod taint;
 pub mod translate;
+pub mod usage;
 pub mod webhook;
 pub mod workload;

@@ -11,6 +11,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::utils::PredicateConfig;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube_support::logs::LogFormat;
 use kube_support::{http, leader, logs, tls, webhook as hook};
@@ -184,6 +185,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 futures::future::ready(())
             })
     });
+    // Every bound pod, whoever bound it → what it takes of its node (the Kubernetes-side fit).
+    let usage = slurm_bridge::usage::Usage::default();
+    watchers.spawn(usage.clone().follow(Api::all(client.clone())));
     // Kubernetes nodes → waiting workloads.
     let node_api: Api<Node> = Api::all(client.clone());
     watchers.spawn({
@@ -191,6 +195,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         reflector(node_writer, watcher(node_api, watcher::Config::default()))
             .default_backoff()
             .touched_objects()
+            .predicate_filter(
+                |node: &Node| Some(slurm_bridge::feasible::fit_state(node)),
+                PredicateConfig::default(),
+            )
             .for_each(move |_| {
                 let _ = wake.send(Wake::Nodes);
                 futures::future::ready(())
@@ -261,6 +269,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         slurm_nodes,
         metrics,
         assumed: Default::default(),
+        usage,
     };
     tracing::info!("scheduling");
     tokio::select! {

@@ -16,9 +16,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Taint};
 use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
+use serde_json::json;
 use slurm_client::model::NodeUpdate;
 use slurm_client::{Client, NodeState, NodeTracker};
 
@@ -26,6 +28,7 @@ use crate::config::Config;
 use crate::feasible::slurm_name;
 use crate::keys;
 use crate::metrics::Metrics;
+use crate::pods::FIELD_MANAGER;
 use crate::taint;
 use kube_support::quantity;
 
@@ -298,7 +301,7 @@ pub async fn run(
             let Some(taints) = taint::wanted(&node, in_slurm, &config.scheduler_name) else {
                 continue;
             };
-            match taint::write(&kube, &node, taints).await {
+            match write_taints(&kube, &node, taints).await {
                 Ok(()) => tracing::info!(
                     node = node.name_any(),
                     tainted = in_slurm,
@@ -313,6 +316,23 @@ pub async fn run(
             changed();
         }
     }
+}
+
+/// Writes `taints` to the node, on the condition that it has not changed since it was read (a
+/// taint list is replaced whole; a 409 means the next round tries again with the fresh node).
+async fn write_taints(client: &kube::Client, node: &Node, taints: Vec<Taint>) -> kube::Result<()> {
+    let patch = json!({
+        "metadata": {"resourceVersion": node.resource_version()},
+        "spec": {"taints": taints},
+    });
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    Api::<Node>::all(client.clone())
+        .patch(&node.name_any(), &params, &Patch::Merge(patch))
+        .await
+        .map(drop)
 }
 
 #[cfg(test)]

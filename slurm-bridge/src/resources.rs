@@ -60,6 +60,44 @@ pub fn pod_needs(pod: &Pod) -> Result<PodNeeds, String> {
     Ok(needs)
 }
 
+/// What a pod's requests take of a node's allocatable, as the kubelet admits pods: CPU in
+/// cores, memory in bytes (the sum over containers, or the largest init container if that is
+/// more, plus the overhead). A quantity that does not parse counts as 0: the API server has
+/// already accepted the pod.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Requests {
+    pub cpu: f64,
+    pub memory: f64,
+}
+
+impl Requests {
+    pub fn of(pod: &Pod) -> Requests {
+        let Some(spec) = &pod.spec else {
+            return Requests::default();
+        };
+        let of = |resource: &str| {
+            let sum = sum_of(&spec.containers, resource, Pick::Requests).unwrap_or(0.0);
+            let init = spec
+                .init_containers
+                .iter()
+                .flatten()
+                .map(|c| amount(c, resource, Pick::Requests).unwrap_or(0.0))
+                .fold(0f64, f64::max);
+            let overhead = spec
+                .overhead
+                .as_ref()
+                .and_then(|o| o.get(resource))
+                .and_then(|q| parse(q, "overhead", resource).ok())
+                .unwrap_or(0.0);
+            sum.max(init) + overhead
+        };
+        Requests {
+            cpu: of("cpu"),
+            memory: of("memory"),
+        }
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Pick {
     Requests,

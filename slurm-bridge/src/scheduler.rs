@@ -20,7 +20,8 @@ use crate::assumed::Assumed;
 use crate::config::Config;
 use crate::decide::{self, Action, JobView, Phase, PodView};
 use crate::feasible;
-use crate::jobs::{self, JobBook, Seen};
+use crate::identify;
+use crate::jobs::{self, JobBook};
 use crate::keys;
 use crate::metrics::Metrics;
 use crate::pods;
@@ -28,6 +29,7 @@ use crate::queue::Queue;
 use crate::roots;
 use crate::slurm_nodes::SlurmNodes;
 use crate::translate::{self, Workload};
+use crate::usage::Usage;
 use crate::workload::{RootFacts, WorkloadKey, key_of};
 
 /// Why the loop should look at workloads again.
@@ -63,6 +65,8 @@ pub struct Scheduler {
     pub recorder: Recorder,
     /// Pods bound by this bridge that the pod store may not show bound yet.
     pub assumed: Assumed,
+    /// What the pods bound to each node take of it, whoever bound them.
+    pub usage: Usage,
 }
 
 /// A workload's failure: what to tell and when to try again.
@@ -224,13 +228,9 @@ impl Scheduler {
             return;
         }
         let wanted = self.excluded_for(&pods, &slurm_nodes);
-        let current: Vec<String> = current
-            .into_iter()
-            .filter(|n| slurm_nodes.contains(n))
-            .collect();
-        if wanted == current {
+        let Some(current) = feasible::exclusion_change(&wanted, current, &slurm_nodes) else {
             return;
-        }
+        };
         let update = JobUpdate::default().excluded_nodes(wanted.iter().cloned());
         let result = self.slurm.update_job(id, &update).await;
         self.metrics.slurm_call("update_job", result.as_ref().err());
@@ -248,15 +248,7 @@ impl Scheduler {
     /// The Slurm nodes (of `slurm_nodes`) that Kubernetes does not allow for `pods` now.
     fn excluded_for(&self, pods: &[&Pod], slurm_nodes: &BTreeSet<String>) -> Vec<String> {
         let nodes = self.nodes.state();
-        let mut pods_on: BTreeMap<String, usize> = BTreeMap::new();
-        for p in self.pods.state() {
-            if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone())
-                && !view(&p).gone()
-            {
-                *pods_on.entry(node).or_default() += 1;
-            }
-        }
-        feasible::excluded_nodes(pods, &nodes, slurm_nodes, &pods_on)
+        feasible::excluded_nodes(pods, &nodes, slurm_nodes, &self.usage.per_node())
     }
 
     fn managed(&self, pod: &Pod) -> bool {
@@ -264,68 +256,27 @@ impl Scheduler {
             == Some(self.config.scheduler_name.as_str())
     }
 
-    /// The workload's job: the id on its live pods' labels, else the pending or running job
-    /// whose admin_comment names one of them (a bridge stopped before it labelled them), else the
-    /// id on its ended pods (whose job may need cancelling) — unless that job ended, which then
-    /// is no job for the live pods.
+    /// The workload's job and what is known of it (see [`identify`]); a job not in the book
+    /// yet is tracked, to be read.
     fn job_of(&self, views: &[PodView], members: &[Arc<Pod>]) -> JobView {
-        let live_label = views
-            .iter()
-            .filter(|v| !v.gone())
-            .filter_map(|v| v.job_id)
-            .max();
-        let comment = || {
-            members
-                .iter()
-                .zip(views)
-                .filter(|(_, v)| !v.gone())
-                .filter_map(|(p, _)| self.book.active_job_of(&pod_name(p)))
-                .max()
+        let Some(source) =
+            identify::job_source(views, |i| self.book.active_job_of(&pod_name(&members[i])))
+        else {
+            return JobView::None;
         };
-        let gone_label = || {
-            views
-                .iter()
-                .filter(|v| v.gone())
-                .filter_map(|v| v.job_id)
-                .max()
-        };
-        let (id, from_gone) = match live_label.or_else(comment) {
-            Some(id) => (id, false),
-            None => match gone_label() {
-                Some(id) => (id, true),
-                None => return JobView::None,
-            },
-        };
-        let Some(entry) = self.book.get(id) else {
-            self.book.track(id);
-            return JobView::Unknown;
-        };
-        match entry.seen {
-            Seen::Unread => JobView::Unknown,
-            Seen::Missing if from_gone => JobView::None,
-            Seen::Missing => JobView::Missing(id),
-            Seen::Job(job) if from_gone && job.state.is_finished() => JobView::None,
-            Seen::Job(job) => {
-                let by_slurm_name: BTreeMap<String, String> = self
-                    .nodes
-                    .state()
-                    .iter()
-                    .map(|n| (feasible::slurm_name(n), n.name_any()))
-                    .collect();
-                JobView::Known {
-                    id,
-                    reason: job.reason.clone().filter(|r| !r.is_empty() && r != "None"),
-                    nodes: jobs::job_nodes(&job)
-                        .into_iter()
-                        .map(|s| {
-                            let k8s = by_slurm_name.get(&s).cloned();
-                            (s, k8s)
-                        })
-                        .collect(),
-                    state: job.state.clone(),
-                }
-            }
+        let entry = self.book.get(source.id);
+        if entry.is_none() {
+            self.book.track(source.id);
         }
+        let by_slurm_name: BTreeMap<String, String> = self
+            .nodes
+            .state()
+            .iter()
+            .map(|n| (feasible::slurm_name(n), n.name_any()))
+            .collect();
+        identify::job_view(source, entry.as_ref().map(|e| &e.seen), |s| {
+            by_slurm_name.get(s).cloned()
+        })
     }
 
     async fn apply(
@@ -475,13 +426,9 @@ impl Scheduler {
             });
         };
         let excluded = self.excluded_for(&pods, &slurm_nodes);
-        let usable = slurm_nodes.len() - excluded.len();
-        if usable < pods.len() {
-            let message = format!(
-                "Kubernetes allows {usable} of the {} Slurm node(s) for this workload; it needs {}",
-                slurm_nodes.len(),
-                pods.len()
-            );
+        if let Some(message) =
+            feasible::too_few_nodes(slurm_nodes.len(), excluded.len(), pods.len())
+        {
             for p in &pods {
                 self.set_condition(p, "Unschedulable", &message).await;
             }

@@ -5,15 +5,12 @@
 //! goes when the node is no longer a Slurm node (an external node deleted after its label went).
 //!
 //! Adding a `NoExecute` taint evicts what does not tolerate it, so it is added only to a node
-//! the last Slurm node listing named; a failed listing changes no taint.
+//! the last Slurm node listing named; a failed listing changes no taint. Pure: the write is
+//! [`crate::nodes`]'s.
 
 use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
-use kube::api::{Api, Patch, PatchParams};
-use kube::{Client, ResourceExt};
-use serde_json::json;
 
 use crate::keys;
-use crate::pods::FIELD_MANAGER;
 
 /// The taint a bridge named `scheduler` puts on its nodes.
 pub fn managed(scheduler: &str) -> Taint {
@@ -60,23 +57,6 @@ pub fn wanted(node: &Node, in_slurm: bool, scheduler: &str) -> Option<Vec<Taint>
         ),
         _ => None,
     }
-}
-
-/// Writes `taints` to the node, on the condition that it has not changed since it was read (a
-/// taint list is replaced whole; a 409 means the next round tries again with the fresh node).
-pub async fn write(client: &Client, node: &Node, taints: Vec<Taint>) -> kube::Result<()> {
-    let patch = json!({
-        "metadata": {"resourceVersion": node.resource_version()},
-        "spec": {"taints": taints},
-    });
-    let params = PatchParams {
-        field_manager: Some(FIELD_MANAGER.into()),
-        ..PatchParams::default()
-    };
-    Api::<Node>::all(client.clone())
-        .patch(&node.name_any(), &params, &Patch::Merge(patch))
-        .await
-        .map(drop)
 }
 
 #[cfg(test)]

@@ -66,7 +66,8 @@ pub fn gang_size(key: &WorkloadKey, root: &RootFacts) -> usize {
 
 /// The job for `workload`, not using `excluded_nodes` (Slurm names of nodes Kubernetes cannot
 /// use for it). Precedence: the config's defaults, then what the pods ask for, then the
-/// annotations (the pods', then the root object's).
+/// annotations (the pods', then the root object's). Pods that request no memory get the
+/// config's `defaultMemPerPod`; no CPU request leaves Slurm's one CPU per task.
 pub fn submission(
     workload: Workload<'_>,
     config: &Config,
@@ -132,7 +133,8 @@ pub fn submission(
         .or((needs.cpus > 0).then_some(needs.cpus));
     job.memory_per_node_mb = fields
         .memory_per_node_mb
-        .or((needs.memory_mb > 0).then_some(needs.memory_mb));
+        .or((needs.memory_mb > 0).then_some(needs.memory_mb))
+        .or((config.default_mem_per_pod > 0).then_some(config.default_mem_per_pod));
     job.tres_per_node = gres;
     Ok(job)
 }
@@ -187,6 +189,40 @@ mod tests {
                 .pods,
             ["ns/a"]
         );
+    }
+
+    #[test]
+    fn a_pod_without_requests_gets_the_default_memory_not_the_whole_node() {
+        let p = pod(
+            "metadata: {name: a, namespace: ns, annotations: {slurmjob.slinky.slurm.net/exclusive: 'false'}}\nspec:\n  containers:\n  - {name: c, image: busybox}\n",
+        );
+        let root = RootFacts::default();
+        let job = job_for(&[&p], &root, vec![]).unwrap();
+        assert_eq!(job.memory_per_node_mb, Some(200));
+        assert_eq!(job.cpus_per_task, None, "Slurm's one CPU per task");
+
+        // The annotation still wins, and 0 in the config leaves it to the partition.
+        let key = key_of(&p);
+        let config = Config {
+            default_mem_per_pod: 0,
+            ..Config::default()
+        };
+        let workload = Workload {
+            key: &key,
+            pods: &[&p],
+            root: &root,
+        };
+        assert_eq!(
+            submission(workload, &config, vec![])
+                .unwrap()
+                .memory_per_node_mb,
+            None
+        );
+        let annotated = pod(
+            "metadata: {name: a, namespace: ns, annotations: {slurmjob.slinky.slurm.net/mem-per-node: 1Gi}}\nspec:\n  containers:\n  - {name: c, image: busybox}\n",
+        );
+        let job = job_for(&[&annotated], &root, vec![]).unwrap();
+        assert_eq!(job.memory_per_node_mb, Some(1024));
     }
 
     #[test]
