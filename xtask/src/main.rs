@@ -88,6 +88,10 @@ enum Cmd {
         /// A git revision to compare with instead of the last release.
         #[arg(long)]
         baseline: Option<String>,
+        /// Skip a crate whose API inputs (its directory, openapi/, the workspace's
+        /// `[workspace.dependencies]`) did not change since the baseline (what CI runs).
+        #[arg(long)]
+        if_changed: bool,
     },
     /// slurm-client built with its MSRV, Debian trixie's rustc and cargo (in a root made with
     /// mmdebstrap, cached), from the crate as `cargo package` makes it, offline (needs root).
@@ -128,6 +132,9 @@ fn main() -> anyhow::Result<()> {
         Cmd::Kube(cmd) => kube::run(cmd, &workspace()),
         Cmd::Helm(cmd) => helm::run(&workspace(), cmd),
         Cmd::Release(args) => release::run(&workspace(), &args),
-        Cmd::Semver { baseline } => release::semver::check(&workspace(), baseline.as_deref()),
+        Cmd::Semver {
+            baseline,
+            if_changed,
+        } => release::semver::check(&workspace(), baseline.as_deref(), if_changed),
     }
 }

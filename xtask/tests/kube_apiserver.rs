@@ -749,6 +749,49 @@ async fn kubectl_get_pods_prints_a_table() {
         .split_whitespace()
         .collect();
     assert_eq!(&row[..4], ["listed", "0/1", "Pending", "0"], "{stdout}");
+
+    // A started sidecar (init container with restartPolicy Always) is done with the init
+    // sequence and counts among the containers, as kube-apiserver prints it.
+    let mut pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "with-sidecar"},
+        "spec": {
+            "schedulerName": "nobody",
+            "initContainers": [{"name": "log", "image": "busybox", "restartPolicy": "Always"}],
+            "containers": [{"name": "main", "image": "busybox"}],
+        },
+    }))
+    .unwrap();
+    pod.metadata.namespace = Some(ns.clone());
+    let pods = Api::<Pod>::namespaced(client.clone(), &ns);
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let running = |name: &str| {
+        json!({"name": name, "image": "busybox", "imageID": "", "ready": true, "started": true,
+               "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}})
+    };
+    let status = json!({"status": {
+        "phase": "Running",
+        "initContainerStatuses": [running("log")],
+        "containerStatuses": [running("main")],
+    }});
+    pods.patch_status(
+        "with-sidecar",
+        &PatchParams::default(),
+        &Patch::Merge(status),
+    )
+    .await
+    .unwrap();
+    let out = std::process::Command::new(&env["KUBE_GROUND_KUBECTL"])
+        .env("KUBECONFIG", &env["KUBECONFIG"])
+        .args(["get", "pod", "with-sidecar", "-n", &ns, "--no-headers"])
+        .output()
+        .expect("running kubectl");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let row: Vec<&str> = stdout.split_whitespace().collect();
+    assert_eq!(
+        &row[..4],
+        ["with-sidecar", "2/2", "Running", "0"],
+        "{stdout}"
+    );
 }
 
 #[tokio::test]

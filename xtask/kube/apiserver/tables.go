@@ -68,18 +68,39 @@ var podTable = &tableSpec{
 	},
 	cells: func(o runtime.Object, age string) []interface{} {
 		pod := o.(*corev1.Pod)
-		ready, restarts := 0, int32(0)
+		ready, restarts, total := 0, int32(0), len(pod.Spec.Containers)
 		for _, s := range pod.Status.ContainerStatuses {
 			restarts += s.RestartCount
 			if s.Ready {
 				ready++
 			}
 		}
+		// Sidecars (init containers with restartPolicy Always) count as containers, as
+		// kube-apiserver's printer counts them.
+		for _, s := range pod.Status.InitContainerStatuses {
+			restarts += s.RestartCount
+			if isSidecar(pod, s.Name) {
+				total++
+				if s.Ready {
+					ready++
+				}
+			}
+		}
 		return []interface{}{
-			fmt.Sprintf("%d/%d", ready, len(pod.Spec.Containers)), podStatusReason(pod), fmt.Sprint(restarts), age,
+			fmt.Sprintf("%d/%d", ready, total), podStatusReason(pod), fmt.Sprint(restarts), age,
 			orNone(pod.Status.PodIP), orNone(pod.Spec.NodeName),
 		}
 	},
+}
+
+// isSidecar tells whether the pod's init container `name` is a sidecar (restartPolicy Always).
+func isSidecar(pod *corev1.Pod, name string) bool {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		}
+	}
+	return false
 }
 
 // podStatusReason is the STATUS column: the phase, or what explains it better.
@@ -91,6 +112,9 @@ func podStatusReason(pod *corev1.Pod) string {
 	for i, s := range pod.Status.InitContainerStatuses {
 		switch {
 		case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
+			continue
+		case isSidecar(pod, s.Name) && s.Started != nil && *s.Started:
+			// a sidecar that started has done its part of the init sequence
 			continue
 		case s.State.Terminated != nil:
 			return "Init:" + orDefault(s.State.Terminated.Reason, "Error")

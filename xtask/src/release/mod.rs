@@ -66,7 +66,7 @@ pub fn run(workspace: &Path, args: &ReleaseArgs) -> Result<()> {
     })?;
     if let Some(last) = &last {
         step("semver checks against the last release", || {
-            semver::check(workspace, Some(last))
+            semver::check(workspace, Some(last), false)
         })?;
     }
     step("cargo publish --dry-run", || {

@@ -39,8 +39,15 @@ pub fn last_release(workspace: &Path) -> Result<Option<String>> {
     Ok((!commit.is_empty()).then_some(commit))
 }
 
+/// What a published crate's public API is made from, besides its own directory and the
+/// workspace's `[workspace.dependencies]` (the versions of the types it exposes): the specs and
+/// overlay its generated modules come from.
+const API_INPUTS: &[&str] = &["openapi"];
+
 /// Compares each published crate with `baseline` (a git revision), or with the last release.
-pub fn check(workspace: &Path, baseline: Option<&str>) -> Result<()> {
+/// With `if_changed`, a crate whose API inputs are as they were at the baseline is skipped:
+/// the check costs a tool build and two rustdoc builds, and would find nothing.
+pub fn check(workspace: &Path, baseline: Option<&str>, if_changed: bool) -> Result<()> {
     let baseline = match baseline {
         Some(rev) => rev.to_owned(),
         None => last_release(workspace)?.context(
@@ -48,8 +55,22 @@ pub fn check(workspace: &Path, baseline: Option<&str>) -> Result<()> {
              clone's history (a shallow clone? fetch the history, or pass --baseline REV)",
         )?,
     };
+    let changed: Vec<&str> = PUBLISHED
+        .iter()
+        .copied()
+        .filter(|krate| !if_changed || inputs_changed(workspace, &baseline, krate))
+        .collect();
+    for krate in PUBLISHED.iter().filter(|k| !changed.contains(k)) {
+        eprintln!(
+            "{krate}: nothing in {krate}/, {} or the workspace's dependencies changed since {baseline}; its API cannot have (semver check skipped)",
+            API_INPUTS.join(", ")
+        );
+    }
+    if changed.is_empty() {
+        return Ok(());
+    }
     ensure_tool()?;
-    for krate in PUBLISHED {
+    for krate in changed {
         eprintln!("cargo semver-checks: {krate} against {baseline}");
         // Every feature: the generated module of each REST version is public API too.
         let status = cargo(workspace)
@@ -68,6 +89,35 @@ pub fn check(workspace: &Path, baseline: Option<&str>) -> Result<()> {
     Ok(())
 }
 
+/// Whether `krate`'s directory, [`API_INPUTS`] or the workspace's dependencies differ between
+/// `baseline` and the work tree (an unreadable answer counts as a change).
+fn inputs_changed(workspace: &Path, baseline: &str, krate: &str) -> bool {
+    let status = Command::new("git")
+        .current_dir(workspace)
+        .args(["diff", "--quiet", baseline, "--", krate])
+        .args(API_INPUTS)
+        .status();
+    if !matches!(status, Ok(s) if s.success()) {
+        return true;
+    }
+    let then = git(workspace, &["show", &format!("{baseline}:Cargo.toml")]);
+    let now = std::fs::read_to_string(workspace.join("Cargo.toml"));
+    match (then, now) {
+        (Ok(then), Ok(now)) => dependencies(&then) != dependencies(&now),
+        _ => true,
+    }
+}
+
+/// The `[workspace.dependencies]` table of a workspace manifest, as text.
+fn dependencies(manifest: &str) -> &str {
+    let Some(start) = manifest.find("[workspace.dependencies]") else {
+        return "";
+    };
+    let rest = &manifest[start..];
+    let end = rest[1..].find("\n[").map_or(rest.len(), |i| i + 1);
+    &rest[..end]
+}
+
 /// Installs cargo-semver-checks `TOOL_VERSION` unless that version is on the PATH already.
 fn ensure_tool() -> Result<()> {
     let installed = Command::new(cargo_program())
@@ -79,9 +129,14 @@ fn ensure_tool() -> Result<()> {
         return Ok(());
     }
     eprintln!("installing cargo-semver-checks {TOOL_VERSION} from crates.io (once per machine)");
+    // Its release profile asks for fat LTO in one codegen unit, which is most of the build's
+    // CPU time; a check of one crate does not need that last bit of speed.
     let status = Command::new(cargo_program())
         .args(["install", "--locked", "cargo-semver-checks", "--version"])
         .arg(format!("={TOOL_VERSION}"))
+        .env("CARGO_PROFILE_RELEASE_LTO", "false")
+        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
         .status()
         .context("running cargo install")?;
     if !status.success() {
@@ -115,4 +170,21 @@ pub fn git(workspace: &Path, args: &[&str]) -> Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_dependency_table_counts() {
+        let a = "[workspace]\nmembers = [\"a\"]\n\n[workspace.dependencies]\nurl = \"2\"\n\n[profile.dev]\ndebug = 0\n";
+        let b = a
+            .replace("members = [\"a\"]", "members = [\"a\", \"b\"]")
+            .replace("debug = 0", "debug = 1");
+        assert_eq!(dependencies(a), dependencies(&b));
+        assert_eq!(dependencies(a), "[workspace.dependencies]\nurl = \"2\"\n");
+        assert_ne!(dependencies(a), dependencies(&a.replace("\"2\"", "\"3\"")));
+        assert_eq!(dependencies("[package]\n"), "");
+    }
 }

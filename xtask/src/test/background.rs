@@ -26,11 +26,11 @@ const VERSION_FEATURES: [&str; 6] = [
 pub struct Step {
     program: OsString,
     args: Vec<String>,
-    env: Vec<(&'static str, &'static str)>,
+    env: Vec<(&'static str, OsString)>,
 }
 
 impl Step {
-    fn cargo(args: &[&str], env: &[(&'static str, &'static str)]) -> Step {
+    fn cargo(args: &[&str], env: &[(&'static str, OsString)]) -> Step {
         Step {
             program: std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()),
             args: args.iter().map(|a| a.to_string()).collect(),
@@ -70,7 +70,7 @@ impl Background {
             workspace,
             "ci-checks.log",
             "clippy, rustdoc, the REST versions and the MSRV build",
-            checks(xtask),
+            checks(workspace, xtask),
         )
     }
 
@@ -80,7 +80,7 @@ impl Background {
     pub fn semver(workspace: &Path, xtask: &Path) -> Result<Background> {
         let steps = vec![Step {
             program: xtask.into(),
-            args: vec!["semver".to_owned()],
+            args: vec!["semver".to_owned(), "--if-changed".to_owned()],
             env: Vec::new(),
         }];
         Background::start(
@@ -179,7 +179,12 @@ impl Drop for Background {
     }
 }
 
-fn checks(xtask: &Path) -> Vec<Step> {
+/// The lane's cargo builds go to a target directory of their own: they only check, so they share
+/// no artifact with the test build, and in the test build's directory they would hold its lock
+/// while the images lane waits to build the binaries there.
+fn checks(workspace: &Path, xtask: &Path) -> Vec<Step> {
+    let target: OsString = crate::target_dir(workspace).join("checks").into();
+    let own_dir = ("CARGO_TARGET_DIR", target);
     let mut steps = vec![
         Step::cargo(
             &[
@@ -191,7 +196,7 @@ fn checks(xtask: &Path) -> Vec<Step> {
                 "-D",
                 "warnings",
             ],
-            &[],
+            std::slice::from_ref(&own_dir),
         ),
         // The crate docs are how a newcomer learns the client: a broken intra-doc link fails CI.
         Step::cargo(
@@ -204,7 +209,7 @@ fn checks(xtask: &Path) -> Vec<Step> {
                 "--package",
                 "slurm-exporter",
             ],
-            &[("RUSTDOCFLAGS", "-D warnings")],
+            &[("RUSTDOCFLAGS", "-D warnings".into()), own_dir.clone()],
         ),
     ];
     for feature in VERSION_FEATURES {
@@ -218,7 +223,7 @@ fn checks(xtask: &Path) -> Vec<Step> {
                 "--features",
                 feature,
             ],
-            &[],
+            std::slice::from_ref(&own_dir),
         ));
     }
     // slurm-client with Debian trixie's rustc and cargo, the rust-version it declares (msrv.rs).
@@ -245,7 +250,7 @@ fn run(workspace: &Path, log: &File, stop: &Stop, step: &Step) -> Result<()> {
             "CARGO_INCREMENTAL",
             std::env::var_os("CARGO_INCREMENTAL").unwrap_or("0".into()),
         )
-        .envs(step.env.iter().copied())
+        .envs(step.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log.try_clone()?)
