@@ -23,13 +23,12 @@ pub fn slurm_name(node: &Node) -> String {
         .unwrap_or_else(|| node.name_any())
 }
 
-/// What the pods bound to one Kubernetes node take of it, whoever bound them (see
-/// [`crate::usage`]).
+/// What the pods bound to one Kubernetes node take of it (see [`crate::usage`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct NodeUsage {
-    /// Non-terminal pods.
+    /// Non-terminal pods, whoever bound them.
     pub pods: usize,
-    /// Their CPU requests, in cores.
+    /// The CPU requests, in cores, of those Slurm does not account for (not the bridge's).
     pub cpu: f64,
     /// Their memory requests, in bytes.
     pub memory: f64,

@@ -186,7 +186,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             })
     });
     // Every bound pod, whoever bound it → what it takes of its node (the Kubernetes-side fit).
-    let usage = slurm_bridge::usage::Usage::default();
+    let usage = slurm_bridge::usage::Usage::new(&config.scheduler_name);
     watchers.spawn(usage.clone().follow(Api::all(client.clone())));
     // Kubernetes nodes → waiting workloads.
     let node_api: Api<Node> = Api::all(client.clone());

@@ -1,7 +1,10 @@
-//! What every pod bound to a node takes of it, whoever bound it: the bridge's pods, DaemonSets,
-//! static and system pods, the default scheduler's. A watch of all bound, non-terminal pods
-//! keeps one small entry per pod (its node and requests) and the sum per node, so a placement
-//! decision reads a map instead of scanning every pod.
+//! What the pods bound to a node take of it. Every pod counts against the node's pod capacity;
+//! the CPU and memory requests counted are those of pods the bridge does not schedule
+//! (DaemonSets, static and system pods, the default scheduler's): Slurm knows nothing of them,
+//! while it already accounts for the bridge's own pods through their jobs (counting those too
+//! would keep a gang from queueing behind another). A watch of all bound, non-terminal pods
+//! keeps one small entry per pod and the sums per node, so a placement decision reads a map
+//! instead of scanning every pod.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -15,8 +18,12 @@ use crate::feasible::NodeUsage;
 use crate::resources::Requests;
 
 /// The shared index; clones share it.
-#[derive(Clone, Default)]
-pub struct Usage(Arc<Mutex<Index>>);
+#[derive(Clone)]
+pub struct Usage {
+    index: Arc<Mutex<Index>>,
+    /// The bridge's scheduler name: its pods' requests are Slurm's to count.
+    scheduler: Arc<str>,
+}
 
 #[derive(Default)]
 struct Index {
@@ -27,9 +34,17 @@ struct Index {
 }
 
 impl Usage {
+    /// An empty index for the bridge whose scheduler name is `scheduler`.
+    pub fn new(scheduler: &str) -> Usage {
+        Usage {
+            index: Arc::default(),
+            scheduler: scheduler.into(),
+        }
+    }
+
     /// The usage of every node with a pod bound to it.
     pub fn per_node(&self) -> BTreeMap<String, NodeUsage> {
-        self.0.lock().expect("not poisoned").nodes.clone()
+        self.index.lock().expect("not poisoned").nodes.clone()
     }
 
     /// Follows the pods of `api` that are bound and not Succeeded or Failed, for ever.
@@ -48,7 +63,8 @@ impl Usage {
     }
 
     fn apply(&self, event: watcher::Event<Pod>) {
-        let mut index = self.0.lock().expect("not poisoned");
+        let entry = |pod: &Pod| self.entry(pod);
+        let mut index = self.index.lock().expect("not poisoned");
         match event {
             watcher::Event::Init => index.relist = Some(HashMap::new()),
             watcher::Event::InitApply(pod) => {
@@ -104,24 +120,48 @@ fn key(pod: &Pod) -> String {
     format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any())
 }
 
-/// The pod's node and requests while it takes room there.
-fn entry(pod: &Pod) -> Option<(String, Requests)> {
-    let node = pod
-        .spec
-        .as_ref()?
-        .node_name
-        .clone()
-        .filter(|n| !n.is_empty())?;
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    if matches!(phase, Some("Succeeded" | "Failed")) {
-        return None;
+impl Usage {
+    /// The pod's node and the requests counted for it while it takes room there (none for
+    /// the bridge's own pods).
+    fn entry(&self, pod: &Pod) -> Option<(String, Requests)> {
+        let spec = pod.spec.as_ref()?;
+        let node = spec.node_name.clone().filter(|n| !n.is_empty())?;
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        if matches!(phase, Some("Succeeded" | "Failed")) {
+            return None;
+        }
+        let ours = spec.scheduler_name.as_deref() == Some(&*self.scheduler);
+        Some((
+            node,
+            if ours {
+                Requests::default()
+            } else {
+                Requests::of(pod)
+            },
+        ))
     }
-    Some((node, Requests::of(pod)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bridges_own_pods_count_only_as_pods() {
+        let usage = Usage::new("slurm-bridge-scheduler");
+        let mut own = pod("own", "k1", "3", "Running");
+        own.spec.as_mut().unwrap().scheduler_name = Some("slurm-bridge-scheduler".into());
+        usage.apply(watcher::Event::Apply(own));
+        usage.apply(watcher::Event::Apply(pod(
+            "daemon", "k1", "500m", "Running",
+        )));
+        let k1 = usage.per_node()["k1"];
+        assert_eq!(
+            (k1.pods, k1.cpu),
+            (2, 0.5),
+            "Slurm already counts the 3 CPUs of its own job"
+        );
+    }
 
     fn pod(name: &str, node: &str, cpu: &str, phase: &str) -> Pod {
         serde_yaml::from_str(&format!(
@@ -132,7 +172,7 @@ mod tests {
 
     #[test]
     fn sums_follow_the_pods() {
-        let usage = Usage::default();
+        let usage = Usage::new("slurm-bridge-scheduler");
         usage.apply(watcher::Event::Init);
         usage.apply(watcher::Event::InitApply(pod("a", "k1", "1", "Running")));
         usage.apply(watcher::Event::InitApply(pod("b", "k1", "500m", "Running")));
