@@ -630,13 +630,16 @@ fn scale_status(env: &TestEnv) -> String {
 // --- 5. scale-in beside a running job ----------------------------------------------------------
 
 /// Issue 27: the job starts on slinky-1, the first victim while its deadline is not yet known,
-/// and the scale-in comes at once. Whichever pod goes, the job completes and the node that stays
+/// and the scale-in comes as soon as it runs. Whichever pod goes, the job completes and the node that stays
 /// is usable afterwards; then back to 2.
 async fn scale_in_beside_a_running_job(env: &TestEnv, client: &Client) {
     let job = sbatch(
         env,
         "sbatch -w slinky-1 -t 2 -o /dev/null --parsable --wrap 'sleep 20'",
     );
+    // Started, and the scale-in at once (a job still pending on a node drained for the
+    // scale-in would wait for good: it names that node).
+    wait_node(client, "slinky-1", "allocated", Node::is_busy).await;
     scale(env, 1);
     let deadline = Instant::now() + LIMIT;
     loop {
