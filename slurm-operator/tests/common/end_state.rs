@@ -17,14 +17,15 @@ use std::time::{Duration, Instant};
 
 use slurm_client::Client;
 use slurm_client::model::{JobState, Node, NodeState};
+use slurm_operator::keys::{
+    ANNOTATION_CORDONED_BY_OPERATOR as OPERATOR_MARK, ANNOTATION_POD_CORDON as POD_CORDON,
+};
 
 use super::workers::{LIMIT, NODESET, pods};
 use super::{TestEnv, ground};
 
 /// The reason the slurmd's preStop hook writes as its pod stops.
 const PRESTOP_REASON: &str = "slurm-operator: Pod is terminating";
-const POD_CORDON: &str = "nodeset.slinky.slurm.net/pod-cordon";
-const OPERATOR_MARK: &str = "slurm-rs/cordoned-by-operator";
 
 /// Waits until the cluster of `env` is at full service after `scenario`, whose jobs were
 /// `jobs`; panics with every difference when it does not get there.
