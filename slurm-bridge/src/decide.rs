@@ -98,7 +98,17 @@ pub struct Workload {
     /// Its job.
     pub job: JobView,
     /// How many live pods its job needs before it is submitted.
-    pub gang: usize,
+    pub gang: Gang,
+}
+
+/// A workload's gang size, or why it is not known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gang {
+    /// How many live pods the job needs before it is submitted.
+    Size(usize),
+    /// Not known: the pods name a PodGroup that does not exist (yet). Nothing is submitted, so
+    /// that a gang never starts partially; the text says so on the pods.
+    Unknown(String),
 }
 
 /// One thing to do.
@@ -178,14 +188,23 @@ pub fn decide(w: &Workload) -> Vec<Action> {
             if waiting.is_empty() {
                 return actions;
             }
-            if waiting.len() >= w.gang {
+            let gang = match &w.gang {
+                Gang::Size(n) => *n,
+                Gang::Unknown(why) => {
+                    for p in waiting {
+                        condition(&mut actions, p, "False", "WaitingForPodGroup", why);
+                    }
+                    return actions;
+                }
+            };
+            if waiting.len() >= gang {
                 actions.push(Action::Submit {
                     pods: waiting.iter().map(|p| p.name.clone()).collect(),
                 });
             } else {
                 let message = format!(
                     "waiting for {} more pod(s) of the group before submitting its Slurm job",
-                    w.gang - waiting.len()
+                    gang - waiting.len()
                 );
                 for p in waiting {
                     condition(&mut actions, p, "False", "WaitingForGroup", &message);
@@ -207,8 +226,17 @@ pub fn decide(w: &Workload) -> Vec<Action> {
                 .filter(|p| p.bound_node.is_none() && p.deleting.is_none())
                 .map(|p| p.name.clone())
                 .collect();
+            let gang = match &w.gang {
+                Gang::Size(n) => *n,
+                Gang::Unknown(why) => {
+                    for p in live.iter().filter(|p| p.bound_node.is_none()) {
+                        condition(&mut actions, p, "False", "WaitingForPodGroup", why);
+                    }
+                    return actions;
+                }
+            };
             if !unbound.is_empty()
-                && unbound.len() >= w.gang
+                && unbound.len() >= gang
                 && live.iter().all(|p| p.bound_node.is_none())
             {
                 actions.push(Action::Submit { pods: unbound });
@@ -319,15 +347,21 @@ fn bind(actions: &mut Vec<Action>, id: u32, live: &[&PodView], nodes: &[(String,
                     .filter(|(_, k8s)| k8s.is_none())
                     .map(|(s, _)| s.as_str())
                     .collect();
-                let message = if unmapped.is_empty() {
-                    format!("Slurm job {id} has no node left for this pod")
+                if unmapped.is_empty() {
+                    // A member beyond the gang's size (a ReplicaSet scaled up, a replacement
+                    // still waiting for a member to leave): it joins when a node frees up.
+                    let message = format!(
+                        "every node of Slurm job {id}'s allocation ({}) holds another pod of the group; this pod joins the allocation when one of them leaves",
+                        nodes.len()
+                    );
+                    condition(actions, p, "False", "WaitingForRoom", &message);
                 } else {
-                    format!(
+                    let message = format!(
                         "Slurm job {id} got node(s) {} that no Kubernetes node stands for",
                         unmapped.join(",")
-                    )
-                };
-                condition(actions, p, "False", "NoNode", &message);
+                    );
+                    condition(actions, p, "False", "NoNode", &message);
+                }
             }
         }
     }

@@ -13,7 +13,8 @@ const MAX_DEPTH: usize = 8;
 
 /// The facts of `pod`'s root: annotations of every object on the way up (higher ones win) and
 /// the kind-specific facts of the first object that has them. An object the bridge may not read
-/// (403) or that is gone (404) ends the walk; other errors are returned.
+/// (403) or that is gone (404) ends the walk; for the pods' PodGroup that is noted, since its
+/// size is then unknown. Other errors are returned.
 pub async fn facts(client: &Client, pod: &Pod) -> kube::Result<RootFacts> {
     let namespace = pod.namespace().unwrap_or_default();
     let mut facts = RootFacts::default();
@@ -26,7 +27,17 @@ pub async fn facts(client: &Client, pod: &Pod) -> kube::Result<RootFacts> {
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
         let object = match api.get(&root.name).await {
             Ok(object) => object,
-            Err(kube::Error::Api(e)) if matches!(e.code, 403 | 404) => break,
+            Err(kube::Error::Api(e)) if matches!(e.code, 403 | 404) => {
+                if root.kind == RootKind::PodGroup {
+                    let why = if e.code == 404 {
+                        "does not exist (yet)"
+                    } else {
+                        "may not be read by the bridge (403)"
+                    };
+                    facts.missing_group = Some(format!("PodGroup {namespace}/{} {why}", root.name));
+                }
+                break;
+            }
             Err(e) => return Err(e),
         };
         let found = RootFacts::from_object(

@@ -184,7 +184,9 @@ impl Scheduler {
         let workload = decide::Workload {
             pods: views,
             job,
-            gang: root.as_ref().map_or(1, |r| translate::gang_size(key, r)),
+            gang: root
+                .as_ref()
+                .map_or(decide::Gang::Size(1), |r| translate::gang_size(key, r)),
         };
         for action in decide::decide(&workload) {
             match (action, &root) {

@@ -11,6 +11,7 @@ use slurm_client::JobSubmission;
 
 use crate::annotations::{self, Invalid};
 use crate::config::Config;
+use crate::decide::Gang;
 use crate::resources::{self, PodNeeds};
 use crate::workload::{Group, RootFacts, WorkloadKey};
 
@@ -55,12 +56,18 @@ impl AdminComment {
 }
 
 /// How many pods a gang needs before its job is submitted: a PodGroup's `minMember`, a
-/// LeaderWorkerSet group's size, one otherwise.
-pub fn gang_size(key: &WorkloadKey, root: &RootFacts) -> usize {
+/// LeaderWorkerSet group's size, one otherwise; unknown while the PodGroup is missing (a gang
+/// is never submitted partially).
+pub fn gang_size(key: &WorkloadKey, root: &RootFacts) -> Gang {
     match key.group {
-        Group::Pod => 1,
-        Group::PodGroup => root.min_member.unwrap_or(1).max(1) as usize,
-        Group::LeaderWorkerSet => root.group_size.unwrap_or(1).max(1) as usize,
+        Group::Pod => Gang::Size(1),
+        Group::PodGroup => match &root.missing_group {
+            Some(why) => Gang::Unknown(format!(
+                "{why}: the gang's Slurm job is submitted once it exists and minMember pods are here"
+            )),
+            None => Gang::Size(root.min_member.unwrap_or(1).max(1) as usize),
+        },
+        Group::LeaderWorkerSet => Gang::Size(root.group_size.unwrap_or(1).max(1) as usize),
     }
 }
 
@@ -242,8 +249,16 @@ mod tests {
             active_deadline_seconds: Some(61),
             min_member: Some(2),
             group_size: None,
+            missing_group: None,
         };
-        assert_eq!(gang_size(&key, &root), 2);
+        assert_eq!(gang_size(&key, &root), Gang::Size(2));
+        let missing = RootFacts {
+            missing_group: Some("PodGroup ns/pg does not exist (yet)".into()),
+            ..RootFacts::default()
+        };
+        assert!(
+            matches!(gang_size(&key, &missing), Gang::Unknown(why) if why.starts_with("PodGroup ns/pg does not exist"))
+        );
         let pods = [&b, &a];
         let job = job_for(&pods, &root, vec![]).unwrap();
         assert_eq!(job.name.as_deref(), Some("pg"));

@@ -189,6 +189,8 @@ pub struct RootFacts {
     pub min_member: Option<u32>,
     /// A LeaderWorkerSet's `spec.leaderWorkerTemplate.size`.
     pub group_size: Option<u32>,
+    /// The PodGroup the pods name, when it does not exist (yet) or may not be read.
+    pub missing_group: Option<String>,
 }
 
 impl RootFacts {

@@ -45,7 +45,11 @@ fn known(id: u32, state: JobState, nodes: &[&str]) -> JobView {
 }
 
 fn workload(pods: Vec<PodView>, job: JobView, gang: usize) -> Workload {
-    Workload { pods, job, gang }
+    Workload {
+        pods,
+        job,
+        gang: Gang::Size(gang),
+    }
 }
 
 fn kinds(actions: &[Action]) -> Vec<String> {
@@ -75,6 +79,36 @@ fn gang_waits_for_its_members() {
     assert_eq!(kinds(&decide(&w)), ["condition a WaitingForGroup"]);
     let w = workload(vec![pod("a"), pod("b")], JobView::None, 2);
     assert_eq!(kinds(&decide(&w)), ["submit a,b"]);
+}
+
+#[test]
+fn a_gang_whose_pod_group_is_missing_waits_whole() {
+    let missing = |pods, job| Workload {
+        pods,
+        job,
+        gang: Gang::Unknown("PodGroup pg does not exist".into()),
+    };
+    // Enough pods for any size: still nothing is submitted.
+    let w = missing(vec![pod("a"), pod("b"), pod("c")], JobView::None);
+    assert_eq!(
+        kinds(&decide(&w)),
+        [
+            "condition a WaitingForPodGroup",
+            "condition b WaitingForPodGroup",
+            "condition c WaitingForPodGroup"
+        ]
+    );
+    // Its job purged by Slurm, the PodGroup deleted meanwhile: no partial resubmission.
+    let w = missing(vec![labelled("a", 7)], JobView::Missing(7));
+    assert_eq!(kinds(&decide(&w)), ["condition a WaitingForPodGroup"]);
+    // Said once: no write when the pods already show it.
+    let mut shown = pod("a");
+    shown.condition = Some((
+        "False".into(),
+        "WaitingForPodGroup".into(),
+        "PodGroup pg does not exist".into(),
+    ));
+    assert!(decide(&missing(vec![shown], JobView::None)).is_empty());
 }
 
 #[test]
@@ -156,6 +190,30 @@ fn a_slurm_node_without_kubernetes_node_is_reported_not_bound() {
         1,
     );
     assert_eq!(kinds(&decide(&w)), ["condition a NoNode"]);
+}
+
+#[test]
+fn a_member_beyond_the_allocation_waits_for_room_then_joins() {
+    let job = known(5, JobState::Running, &["n1", "n2"]);
+    let w = workload(
+        vec![bound("a", 5, "n1"), bound("b", 5, "n2"), labelled("c", 5)],
+        job.clone(),
+        2,
+    );
+    assert_eq!(
+        kinds(&decide(&w)),
+        [
+            "condition a Running",
+            "condition b Running",
+            "condition c WaitingForRoom"
+        ]
+    );
+    // b left: c takes its node.
+    let mut b = bound("b", 5, "n2");
+    b.phase = Phase::Ended;
+    let w = workload(vec![bound("a", 5, "n1"), b, labelled("c", 5)], job, 2);
+    let actions = kinds(&decide(&w));
+    assert!(actions.contains(&"bind c n2".to_owned()), "{actions:?}");
 }
 
 #[test]
