@@ -830,3 +830,264 @@ async fn the_audit_log_records_the_tests_requests() {
         .await
         .unwrap();
 }
+
+/// Debian's kubectl on the ground.
+fn kubectl(args: &[&str]) -> std::process::Command {
+    let env = ground_env();
+    let mut cmd = std::process::Command::new(&env["KUBE_GROUND_KUBECTL"]);
+    cmd.env("KUBECONFIG", &env["KUBECONFIG"]).args(args);
+    cmd
+}
+
+/// `kubectl ARGS`: exit code, stdout, stderr.
+fn kubectl_run(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = kubectl(args)
+        .stdin(if stdin.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running kubectl");
+    if let Some(input) = stdin {
+        let mut pipe = child.stdin.take().expect("stdin");
+        pipe.write_all(input.as_bytes())
+            .expect("writing kubectl's stdin");
+    }
+    let out = child.wait_with_output().expect("waiting for kubectl");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Creates a toolbox pod running `script` (sh -c) and waits until its container runs.
+async fn running_pod(client: &Client, ns: &str, name: &str, script: &str) {
+    let mut pod = bare_pod(name);
+    let container = &mut pod.spec.as_mut().expect("a spec").containers[0];
+    container.image = Some("localhost/slurm-dev/toolbox:latest".into());
+    container.command = Some(vec!["sh".into(), "-c".into(), script.into()]);
+    let pods = Api::<Pod>::namespaced(client.clone(), ns);
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    for _ in 0..300 {
+        let pod = pods.get(name).await.unwrap();
+        let running = pod
+            .status
+            .and_then(|s| s.container_statuses)
+            .is_some_and(|cs| {
+                cs.iter()
+                    .all(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+            });
+        if running {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("pod {ns}/{name} did not run within 60 s");
+}
+
+#[tokio::test]
+async fn kubectl_logs_reads_tails_and_follows_a_container_and_attach_streams_it() {
+    let client = client().await;
+    let ns = namespace(&client, "logs").await;
+    running_pod(
+        &client,
+        &ns,
+        "talker",
+        "echo one; sleep 0.1; echo two >&2; sleep 0.1; echo three; i=0; while true; do echo tick $i; i=$((i+1)); sleep 1; done",
+    )
+    .await;
+    let (code, out, err) = kubectl_run(&["logs", "-n", &ns, "talker"], None);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("one\ntwo\nthree\ntick 0\n"), "{out}");
+    let (_, tail, err) = kubectl_run(&["logs", "-n", &ns, "talker", "--tail=1"], None);
+    assert_eq!(tail.lines().count(), 1, "{tail}{err}");
+    assert!(tail.starts_with("tick "), "{tail}");
+    let (_, stamped, _) = kubectl_run(
+        &["logs", "-n", &ns, "talker", "-c", "main", "--timestamps"],
+        None,
+    );
+    let first = stamped.lines().next().unwrap_or_default();
+    let (time, text) = first.split_once(' ').unwrap_or_default();
+    assert_eq!(text, "one", "{stamped}");
+    assert!(time.ends_with('Z') && time.contains('T'), "{first}");
+    let (code, _, err) = kubectl_run(&["logs", "-n", &ns, "talker", "--previous"], None);
+    assert_ne!(code, 0);
+    assert!(err.contains("previous terminated container"), "{err}");
+
+    // -f: a line written after kubectl started comes through
+    let seen: u64 = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("tick ")?.parse().ok())
+        .max()
+        .expect("a tick");
+    let mut follow = kubectl(&["logs", "-n", &ns, "talker", "-f"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("running kubectl logs -f");
+    let stdout = follow.stdout.take().expect("stdout");
+    let later = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| l.strip_prefix("tick ")?.parse::<u64>().ok())
+            .find(|n| *n > seen + 1)
+    });
+    let later = tokio::time::timeout(Duration::from_secs(20), later).await;
+    let _ = follow.kill();
+    let _ = follow.wait();
+    let later = later
+        .expect("kubectl logs -f streamed no new line within 20 s")
+        .unwrap();
+    assert!(later.is_some_and(|n| n > seen + 1));
+
+    // attach: the running process's output, from now on
+    let mut attach = kubectl(&["attach", "-n", &ns, "talker"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("running kubectl attach");
+    let stdout = attach.stdout.take().expect("stdout");
+    let tick = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|l| l.strip_prefix("tick ")?.parse::<u64>().ok())
+    });
+    let tick = tokio::time::timeout(Duration::from_secs(20), tick).await;
+    let _ = attach.kill();
+    let _ = attach.wait();
+    let tick = tick
+        .expect("kubectl attach printed nothing within 20 s")
+        .unwrap();
+    assert!(tick.is_some_and(|n| n > seen), "{tick:?}");
+}
+
+#[tokio::test]
+async fn kubectl_exec_gives_the_commands_output_and_exit_code() {
+    let client = client().await;
+    let ns = namespace(&client, "exec").await;
+    running_pod(&client, &ns, "shell", "exec sleep 3600").await;
+    let (code, out, err) = kubectl_run(
+        &[
+            "exec",
+            "-n",
+            &ns,
+            "shell",
+            "--",
+            "sh",
+            "-c",
+            "echo out; echo err >&2; exit 3",
+        ],
+        None,
+    );
+    assert_eq!((code, out.as_str()), (3, "out\n"), "{err}");
+    assert!(err.starts_with("err\n"), "{err}");
+    let (code, out, err) = kubectl_run(
+        &[
+            "exec",
+            "-i",
+            "-n",
+            &ns,
+            "shell",
+            "--",
+            "sh",
+            "-c",
+            "read x; echo got $x; cat",
+        ],
+        Some("hello\nrest\n"),
+    );
+    assert_eq!((code, out.as_str()), (0, "got hello\nrest\n"), "{err}");
+
+    // refused by the API server: a container the pod does not have, a pod on no node
+    let (code, _, err) = kubectl_run(
+        &["exec", "-n", &ns, "shell", "-c", "nope", "--", "true"],
+        None,
+    );
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("container nope is not valid for pod shell"),
+        "{err}"
+    );
+    Api::<Pod>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &unscheduled_pod("nowhere"))
+        .await
+        .unwrap();
+    let (code, _, err) = kubectl_run(&["exec", "-n", &ns, "nowhere", "--", "true"], None);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("pod nowhere does not have a host assigned"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn kubectl_port_forward_reaches_a_port_on_the_pods_loopback() {
+    use std::io::{BufRead, Read, Write};
+    let client = client().await;
+    let ns = namespace(&client, "forward").await;
+    running_pod(
+        &client,
+        &ns,
+        "web",
+        "mkdir -p /tmp/www && echo hello from the pod > /tmp/www/index.html && exec httpd -f -p 127.0.0.1:8080 -h /tmp/www",
+    )
+    .await;
+    let mut forward = kubectl(&["port-forward", "-n", &ns, "pod/web", ":8080"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running kubectl port-forward");
+    let stdout = forward.stdout.take().expect("stdout");
+    // "Forwarding from 127.0.0.1:PORT -> 8080"
+    let port = tokio::task::spawn_blocking(move || {
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        let line = lines.next()?.ok()?;
+        let port = line
+            .strip_prefix("Forwarding from 127.0.0.1:")?
+            .split(' ')
+            .next()?
+            .parse::<u16>()
+            .ok();
+        // keep reading, so kubectl never blocks on a full pipe
+        std::thread::spawn(move || lines.for_each(drop));
+        port
+    });
+    let port = tokio::time::timeout(Duration::from_secs(20), port).await;
+    let body = match port {
+        Ok(Ok(Some(port))) => tokio::task::spawn_blocking(move || {
+            let mut conn = std::net::TcpStream::connect(("127.0.0.1", port))
+                .expect("connecting to the forwarded port");
+            conn.write_all(b"GET /index.html HTTP/1.0\r\nHost: localhost\r\n\r\n")
+                .unwrap();
+            let mut answer = String::new();
+            conn.read_to_string(&mut answer).unwrap();
+            answer
+        })
+        .await
+        .unwrap(),
+        other => {
+            let _ = forward.kill();
+            let mut err = String::new();
+            let _ = forward
+                .stderr
+                .take()
+                .map(|mut e| e.read_to_string(&mut err));
+            panic!("kubectl port-forward printed no port ({other:?}): {err}");
+        }
+    };
+    let _ = forward.kill();
+    let _ = forward.wait();
+    assert!(
+        body.starts_with("HTTP/1.") && body.contains(" 200 OK\r\n"),
+        "{body}"
+    );
+    assert!(body.ends_with("hello from the pod\n"), "{body}");
+}

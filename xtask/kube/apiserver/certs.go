@@ -26,8 +26,9 @@ type pki struct {
 
 func (p pki) path(name string) string { return filepath.Join(p.dir, name) }
 
-// ensure makes whatever is missing: the CA, the serving certificate and the admin client
-// certificate (O=system:masters), and the admin kubeconfig.
+// ensure makes whatever is missing: the CA, the serving certificate, the admin client
+// certificate (O=system:masters), the kubelet API's serving and client certificates, and the
+// admin kubeconfig.
 func (p pki) ensure(serverURL string, serviceIP net.IP) error {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return err
@@ -74,8 +75,35 @@ func (p pki) ensure(serverURL string, serviceIP net.IP) error {
 			return err
 		}
 	}
+	// The kubelet API (kubeletapi.go) serves with the first and admits only the second.
+	if !exists(p.path("kubelet.crt")) {
+		tmpl := &x509.Certificate{
+			Subject:     pkix.Name{CommonName: "kube-ground-kubelet"},
+			KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			DNSNames:    []string{"localhost"},
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		}
+		if err := p.issue("kubelet", tmpl, caCert, caKey); err != nil {
+			return err
+		}
+	}
+	if !exists(p.path("apiserver-kubelet-client.crt")) {
+		tmpl := &x509.Certificate{
+			Subject:     pkix.Name{CommonName: kubeletClientCN, Organization: []string{"system:masters"}},
+			KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}
+		if err := p.issue("apiserver-kubelet-client", tmpl, caCert, caKey); err != nil {
+			return err
+		}
+	}
 	return p.writeKubeconfig(serverURL)
 }
+
+// kubeletClientCN is who the API server is to the kubelet API, as kube-apiserver's
+// --kubelet-client-certificate names it.
+const kubeletClientCN = "kube-apiserver-kubelet-client"
 
 func (p pki) issue(name string, tmpl *x509.Certificate, ca *x509.Certificate, caKey *ecdsa.PrivateKey) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -1,5 +1,6 @@
 // Command kube-apiserver is the test ground's Kubernetes API server: apiextensions-apiserver for
 // CRDs and k8s.io/apiserver's generic etcd registry for the built-in resources, in one process.
+// `kube-apiserver kubelet-api …` is the nodes' kubelet API instead (kubeletapi.go).
 // See README.md for what is hand-written.
 package main
 
@@ -27,6 +28,13 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "kubelet-api" {
+		if err := runKubeletAPI(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "kube-apiserver kubelet-api:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	flag.StringVar(&o.dataDir, "data-dir", "", "directory of the CA, certificates, kubeconfig (created at first start)")
 	flag.StringVar(&o.etcdServers, "etcd-servers", "http://127.0.0.1:2379", "comma-separated etcd URLs")

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	webhookinit "k8s.io/apiserver/pkg/admission/plugin/webhook/initializer"
 	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
@@ -24,6 +25,7 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -89,6 +91,8 @@ func run(o options) error {
 		return fmt.Errorf("audit: %w", err)
 	}
 	cfg.ClientConfig = cfg.LoopbackClientConfig
+	// as kube-apiserver: no request timeout for watches and the kubelet's streams
+	cfg.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch", "proxy"), sets.NewString("attach", "exec", "proxy", "log", "portforward"))
 	client, err := kubernetes.NewForConfig(cfg.LoopbackClientConfig)
 	if err != nil {
 		return err
@@ -132,7 +136,11 @@ func run(o options) error {
 	if err := registerFieldLabels(resources); err != nil {
 		return err
 	}
-	namespaces, err := installBuiltins(server, cfg.RESTOptionsGetter, resources, ips)
+	kubelet, err := newKubeletClient(certs)
+	if err != nil {
+		return fmt.Errorf("kubelet client: %w", err)
+	}
+	namespaces, err := installBuiltins(server, cfg.RESTOptionsGetter, resources, ips, kubelet)
 	if err != nil {
 		return err
 	}
@@ -176,7 +184,7 @@ func newExtensionsServer(cfg *genericapiserver.RecommendedConfig, ro *genericopt
 }
 
 // installBuiltins serves every built-in resource from the generic etcd registry.
-func installBuiltins(server *genericapiserver.GenericAPIServer, optsGetter generic.RESTOptionsGetter, resources []*resource, ips *clusterIPs) (*namespaceStore, error) {
+func installBuiltins(server *genericapiserver.GenericAPIServer, optsGetter generic.RESTOptionsGetter, resources []*resource, ips *clusterIPs, kubelet *kubeletClient) (*namespaceStore, error) {
 	var namespaces *namespaceStore
 	var pods, pdbs *genericregistry.Store
 	groups := map[string]*genericapiserver.APIGroupInfo{}
@@ -184,7 +192,7 @@ func installBuiltins(server *genericapiserver.GenericAPIServer, optsGetter gener
 	for _, r := range resources {
 		info, ok := groups[r.gv.Group]
 		if !ok {
-			i := genericapiserver.NewDefaultAPIGroupInfo(r.gv.Group, scheme, metav1.ParameterCodec, codecs)
+			i := genericapiserver.NewDefaultAPIGroupInfo(r.gv.Group, scheme, podParameterCodec{metav1.ParameterCodec}, codecs)
 			info = &i
 			groups[r.gv.Group] = info
 			order = append(order, r.gv.Group)
@@ -196,7 +204,14 @@ func installBuiltins(server *genericapiserver.GenericAPIServer, optsGetter gener
 		switch r.gv.WithResource(r.plural).GroupResource().String() {
 		case "pods":
 			storage["pods/binding"] = &bindingREST{pods: store}
+			kubelet.pods = store
+			storage["pods/log"] = &podLogREST{kubelet: kubelet}
+			for _, kind := range []string{"exec", "attach", "portforward"} {
+				storage["pods/"+kind] = &podStreamREST{kubelet: kubelet, kind: kind}
+			}
 			pods = store
+		case "nodes":
+			kubelet.nodes = store
 		case "poddisruptionbudgets.policy":
 			pdbs = store
 		case "services":

@@ -57,10 +57,10 @@ pub fn up(shape: &Shape, workspace: &Path) -> Result<(State, Built)> {
     parts::prepare(workspace)?;
     // Leftovers of a crashed run must not leak into the new ground.
     down()?;
-    for addr in [API_ADDR, ETCD_CLIENT, ETCD_PEER] {
+    for addr in [API_ADDR, ETCD_CLIENT, ETCD_PEER, parts::KUBELET_API_ADDR] {
         TcpListener::bind(addr).map_err(|e| {
             anyhow::anyhow!(
-                "{addr} is taken ({e}): the test ground needs it (API server 6443, etcd 2479/2480)"
+                "{addr} is taken ({e}): the test ground needs it (API server 6443, etcd 2479/2480, kubelet API 10450)"
             )
         })?;
     }
@@ -160,7 +160,7 @@ fn start(state: &mut State, built: &Built) -> Result<()> {
     std::fs::copy(pki.join("admin.kubeconfig"), &kubeconfig)
         .with_context(|| format!("writing {}", kubeconfig.display()))?;
     wait_ready(state)?;
-    parts::start(state, spawn)?;
+    parts::start(state, &built.apiserver, spawn)?;
     write_env_file(state)
 }
 

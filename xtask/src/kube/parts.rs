@@ -1,6 +1,8 @@
 //! The ground's own processes (the `kube-ground` binary, test-only): the pod network, netd (cluster
 //! DNS and Service routing), the stand-in controllers and scheduler, and the test kubelet, which
-//! runs pods from the images `cargo xtask image` builds (Slurm 26.05 and the toolbox by default).
+//! runs pods from the images `cargo xtask image` builds (Slurm 26.05 and the toolbox by default);
+//! and the nodes' kubelet API (logs, exec, attach, port-forward), the API server's binary in its
+//! `kubelet-api` mode.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -60,9 +62,15 @@ pub fn prepare(workspace: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Starts the parts; the API server is up and the kubeconfig written.
+/// The nodes' kubelet API, served by the API server's binary (`kubelet-api`) on the loopback: not
+/// 10250, so that a real kubelet on the machine does not clash.
+pub const KUBELET_API_ADDR: &str = "127.0.0.1:10450";
+
+/// Starts the parts; the API server is up and the kubeconfig written. `apiserver` is its binary,
+/// which also serves the kubelet API.
 pub fn start(
     state: &mut State,
+    apiserver: &Path,
     spawn: impl Fn(&mut State, &str, &Path, &[String]) -> Result<()>,
 ) -> Result<()> {
     let bin = binary();
@@ -96,6 +104,31 @@ pub fn start(
             ),
             format!("--image-layout={}", crate::image::store_path().display()),
             "--extended-resource=nvidia.com/gpu=2".into(),
+            format!(
+                "--kubelet-port={}",
+                KUBELET_API_ADDR.rsplit(':').next().unwrap_or_default()
+            ),
+        ],
+    )?;
+    // The podman configuration and log layout of kube_ground's RuntimeConfig::ground().
+    let ground = Path::new("/var/lib/slurm-dev/kube");
+    spawn(
+        state,
+        "kubelet-api",
+        apiserver,
+        &[
+            "kubelet-api".into(),
+            format!("--address={KUBELET_API_ADDR}"),
+            format!("--data-dir={}", state::pki_dir().display()),
+            format!(
+                "--containers-conf={}",
+                ground.join("podman/containers.conf").display()
+            ),
+            format!(
+                "--storage-conf={}",
+                ground.join("podman/storage.conf").display()
+            ),
+            format!("--log-root={}", ground.join("logs/pods").display()),
         ],
     )?;
     wait_nodes_ready(state, nodes.len())

@@ -53,6 +53,10 @@ pub struct Args {
     /// The OCI image layout that images missing from podman's store are copied from.
     #[arg(long, default_value = "/var/cache/slurm-dev/images")]
     pub image_layout: PathBuf,
+    /// The port of the nodes' kubelet API (logs, exec, attach, port-forward), advertised in each
+    /// Node's `status.daemonEndpoints`; the API server serves it (`kube-apiserver kubelet-api`).
+    #[arg(long, default_value_t = 0)]
+    pub kubelet_port: u16,
     /// Extended resources every node offers, e.g. `nvidia.com/gpu=2`.
     #[arg(long = "extended-resource", value_parser = parse_pair)]
     pub extended: Vec<(String, String)>,
@@ -75,6 +79,7 @@ pub async fn run(args: Args) -> Result<()> {
     network.destroy_all().await?;
     let shape = node::Shape {
         address: network.config().gateway.to_string(),
+        kubelet_port: args.kubelet_port,
         extended: args.extended.iter().cloned().collect(),
     };
     node::register(&client, &args.nodes, &shape).await?;

@@ -24,6 +24,8 @@ const STATUS_EVERY: Duration = Duration::from_secs(60);
 #[derive(Clone, Debug)]
 pub struct Shape {
     pub address: String,
+    /// Where the API server finds this node's kubelet API (0: nowhere).
+    pub kubelet_port: u16,
     /// Extended resources such as `nvidia.com/gpu` → `2`.
     pub extended: BTreeMap<String, String>,
 }
@@ -88,6 +90,7 @@ async fn write_status(api: &Api<Node>, name: &str, shape: &Shape) -> Result<()> 
                 {"type": "InternalIP", "address": shape.address},
                 {"type": "Hostname", "address": name},
             ],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": shape.kubelet_port}},
             "nodeInfo": {
                 "machineID": "", "systemUUID": "", "bootID": "",
                 "kernelVersion": kernel(),
