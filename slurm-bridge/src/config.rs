@@ -33,6 +33,10 @@ pub struct Config {
     /// (its `DefMemPerNode` default), and nothing else could pack beside it. 200 MiB is what
     /// kube-scheduler counts for a pod without a memory request; 0 leaves it to the partition.
     pub default_mem_per_pod: u64,
+    /// Whether the bridge writes its PodGroups' `status` (phase and pod counts), as the
+    /// scheduler that runs them. `false` when scheduler-plugins' own PodGroup controller runs
+    /// in the cluster and writes it.
+    pub pod_group_status: bool,
 }
 
 /// A Kubernetes label selector (`matchLabels` and `matchExpressions`).
@@ -73,6 +77,7 @@ impl Default for Config {
             exclusive: true,
             taint_nodes: true,
             default_mem_per_pod: DEFAULT_MEM_PER_POD_MIB,
+            pod_group_status: true,
         }
     }
 }

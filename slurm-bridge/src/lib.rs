@@ -4,7 +4,7 @@
 //! slurm-bridge (scheduler name, annotations, labels, config file); see the crate README.
 //!
 //! Layout: pure decisions ([`workload`], [`annotations`], [`translate`], [`feasible`],
-//! [`identify`], [`decide`], [`taint`]) and the loops that feed and apply them ([`scheduler`], [`jobs`],
+//! [`identify`], [`decide`], [`taint`], [`pod_group`]) and the loops that feed and apply them ([`scheduler`], [`jobs`],
 //! [`nodes`], [`webhook`]).
 
 pub mod annotations;
@@ -17,6 +17,7 @@ pub mod jobs;
 pub mod keys;
 pub mod metrics;
 pub mod nodes;
+pub mod pod_group;
 pub mod pods;
 pub mod queue;
 pub mod resources;

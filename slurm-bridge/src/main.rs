@@ -270,6 +270,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         metrics,
         assumed: Default::default(),
         usage,
+        groups: Default::default(),
     };
     tracing::info!("scheduling");
     tokio::select! {

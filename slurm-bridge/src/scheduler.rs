@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
@@ -24,13 +26,14 @@ use crate::identify;
 use crate::jobs::{self, JobBook};
 use crate::keys;
 use crate::metrics::Metrics;
+use crate::pod_group;
 use crate::pods;
 use crate::queue::Queue;
 use crate::roots;
 use crate::slurm_nodes::SlurmNodes;
 use crate::translate::{self, Workload};
 use crate::usage::Usage;
-use crate::workload::{RootFacts, WorkloadKey, key_of};
+use crate::workload::{Group, RootFacts, RootKind, WorkloadKey, key_of};
 
 /// Why the loop should look at workloads again.
 #[derive(Debug)]
@@ -67,6 +70,8 @@ pub struct Scheduler {
     pub assumed: Assumed,
     /// What the pods bound to each node take of it, whoever bound them.
     pub usage: Usage,
+    /// The PodGroups' sizes and written statuses.
+    pub groups: pod_group::Groups,
 }
 
 /// A workload's failure: what to tell and when to try again.
@@ -159,6 +164,7 @@ impl Scheduler {
             .filter(|p| key_of(p) == *key && self.managed(p))
             .collect();
         if members.is_empty() {
+            self.groups.forget(key);
             return Ok(());
         }
         members.sort_by_key(|p| p.name_any());
@@ -204,7 +210,59 @@ impl Scheduler {
         {
             self.exclude(id, &members).await;
         }
+        if key.group == Group::PodGroup && self.config.pod_group_status {
+            if let Some(min) = root.as_ref().and_then(|r| r.min_member) {
+                self.groups.set_min_member(key, min);
+            }
+            self.write_group_status(key, &members).await;
+        }
         Ok(())
+    }
+
+    /// Writes the PodGroup's status when it changed. Its size is read once; a failed write is
+    /// logged and tried again on the next pass.
+    async fn write_group_status(&self, key: &WorkloadKey, members: &[Arc<Pod>]) {
+        let min = match self.groups.min_member(key) {
+            Some(min) => min,
+            None => match roots::facts(&self.client, &members[0]).await {
+                Ok(facts) => match facts.min_member {
+                    Some(min) => {
+                        self.groups.set_min_member(key, min);
+                        min
+                    }
+                    None => return,
+                },
+                Err(e) => {
+                    tracing::warn!(workload = %key, error = %e, "cannot read the PodGroup");
+                    return;
+                }
+            },
+        };
+        let pods: Vec<&Pod> = members.iter().map(|p| &**p).collect();
+        let status = pod_group::status(&pods, min);
+        if !self.groups.needs_write(key, &status) {
+            return;
+        }
+        let (group, version, kind, plural) = RootKind::PodGroup.gvk();
+        let resource =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), &key.namespace, &resource);
+        let patch = Patch::Merge(serde_json::json!({ "status": &status }));
+        match api
+            .patch_status(&key.name, &PatchParams::default(), &patch)
+            .await
+        {
+            Ok(_) => {
+                tracing::debug!(workload = %key, phase = status.phase, "wrote the PodGroup's status");
+                self.groups.written(key, status);
+            }
+            // Deleted meanwhile: nothing to write.
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => {
+                tracing::warn!(workload = %key, error = %e, "cannot write the PodGroup's status")
+            }
+        }
     }
 
     /// Keeps pending job `id`'s excluded nodes what Kubernetes allows its pods now: a node

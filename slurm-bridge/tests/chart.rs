@@ -140,6 +140,7 @@ fn base_grants() -> Vec<(
         ("apps", "statefulsets", &["get"], &[]),
         ("batch", "jobs", &["get"], &[]),
         ("scheduling.x-k8s.io", "podgroups", &["get"], &[]),
+        ("scheduling.x-k8s.io", "podgroups/status", &["patch"], &[]),
         ("jobset.x-k8s.io", "jobsets", &["get"], &[]),
         (
             "leaderworkerset.x-k8s.io",

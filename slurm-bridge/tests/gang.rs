@@ -1,7 +1,8 @@
 //! Gangs and nodes on the test ground against a real Slurm 26.05: a coscheduling PodGroup runs as
 //! one job on as many nodes as it has pods, a second one waits in Slurm (its pending reason on the
 //! pods) until the first ends, its pending job's excluded nodes following a taint that comes and
-//! goes meanwhile; a cordon drains the Slurm node and uncordon resumes it; a node that
+//! goes meanwhile; the PodGroups' status follows; a pod whose PodGroup does not exist yet waits
+//! for it; a cordon drains the Slurm node and uncordon resumes it; a node that
 //! loses the external-node label is drained, and deleted from Slurm once idle; an external
 //! node's features and topology follow its annotations.
 
@@ -102,6 +103,21 @@ async fn gangs_wait_for_each_other_and_cordons_drain() {
         2
     );
 
+    // The bridge writes the PodGroup's status, as scheduler-plugins' controller would.
+    env.wait_for(
+        "podgroup/a",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Running",
+    );
+    assert_eq!(
+        env.get(
+            "podgroup/a",
+            "{.status.scheduled} {.status.running} {.status.failed}"
+        ),
+        "2 2 0"
+    );
+
     // Gang B needs two whole nodes; one is left: it waits in Slurm, and the pods say why.
     env.apply(&group("b", 2));
     env.apply(&member("b", "b-0"));
@@ -167,6 +183,34 @@ async fn gangs_wait_for_each_other_and_cordons_drain() {
         assert_ne!(env.get(&format!("pod/{pod}"), "{.spec.nodeName}"), free);
     }
     g.ok(&["taint", "node", &free, &format!("{taint}-")]);
+    env.wait_for(
+        "podgroup/b",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Running",
+    );
+
+    // A pod naming a PodGroup that does not exist yet waits whole (its size is unknown), and
+    // runs once the PodGroup is made.
+    env.apply(&member("c", "c-0"));
+    env.wait_for(
+        "pod/c-0",
+        "{.status.conditions[?(@.type==\"SlurmJob\")].reason}",
+        Duration::from_secs(30),
+        |r| r == "WaitingForPodGroup",
+    );
+    assert_eq!(job_of(&env, "c-0"), "", "no job before the PodGroup exists");
+    env.apply(&group("c", 1));
+    env.wait_for("pod/c-0", "{.status.phase}", Duration::from_secs(60), |p| {
+        p == "Running"
+    });
+    env.wait_for(
+        "podgroup/c",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Running",
+    );
+    env.ground_delete("pod/c-0");
 
     // A cordon drains the Slurm node with the bridge's reason; uncordon resumes it.
     let node = env.nodes.last().unwrap().clone();
