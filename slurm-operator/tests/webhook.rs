@@ -266,11 +266,6 @@ fn self_signed_webhook_refuses_invalid_manifests_and_accepts_slinkys() {
             "spec.extraConf: line 1: \"SchedulerType sched/backfill\" is not Key=Value",
         ),
         (
-            object("NodeSet", "n1", "  controllerRef: {name: nowhere}\n"),
-            ns_hook,
-            "spec.controllerRef.name: Controller \"nowhere\" not found in this namespace",
-        ),
-        (
             object(
                 "NodeSet",
                 "n2",
@@ -344,7 +339,7 @@ fn self_signed_webhook_refuses_invalid_manifests_and_accepts_slinkys() {
         ),
     ];
 
-    // The Controller the NodeSet cases refer to must exist for them to reach their own rule.
+    // The Controller the NodeSet cases refer to (a missing one would add a warning).
     g.apply(env.name(), &object("Controller", "slurm", KEYS));
     for (yaml, hook, message) in &cases {
         refused(&env, yaml, hook, message);
@@ -365,6 +360,18 @@ fn self_signed_webhook_refuses_invalid_manifests_and_accepts_slinkys() {
             "Warning: spec.configFileRefs[0].name: ConfigMap \"has-unknown-file\" key \"mine.conf\""
         ),
         "{warned}"
+    );
+
+    // A NodeSet applied before its Controller (GitOps, `kubectl apply -f dir/`) goes through,
+    // with a warning.
+    let early = apply(
+        &env,
+        &object("NodeSet", "early", "  controllerRef: {name: later}\n"),
+    )
+    .expect("accepted before its Controller");
+    assert!(
+        early.contains("Warning: spec.controllerRef.name: Controller \"later\" does not exist"),
+        "{early}"
     );
 
     // Slinky's chart output goes through, created and then applied again unchanged (UPDATE).
@@ -491,4 +498,136 @@ fn cert_dir_webhook() {
     apply(&env, &object("Controller", "slurm", KEYS)).expect("a valid Controller");
     drop(wh);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Each kind with nulls at several depths, as Slinky's chart renders empty values, applied
+/// through the generated CRDs: the webhook accepts them (a NodeSet and a LoginSet before their
+/// Controller, too), and the API server stores them as it would under Slinky's CRDs: a null of
+/// a field Slinky does not mark nullable is pruned before defaulting, a nullable one is kept.
+#[test]
+fn nulls_at_every_depth_are_stored_as_slinky_stores_them() {
+    ensure_crds();
+    let env = TestEnv::new("op-nulls");
+    let g = ground();
+    let args = WebhookArgs {
+        webhook_self_signed: true,
+        ..WebhookArgs::default()
+    };
+    let wh = Webhook::start(&env, None, args);
+    wh.wait_ready(&env);
+
+    let objects = [
+        object(
+            "NodeSet",
+            "workers",
+            "  controllerRef: {name: slurm}\n  replicas:\n  extraConf:\n  ssh:\n  partition: {enabled: null, config: null}\n  \
+             template:\n    metadata: {labels: null, annotations: null}\n    spec: {nodeSelector: null}\n  \
+             updateStrategy:\n    rollingUpdate: {maxUnavailable: null}\n    scheduledUpdate: {flags: null}\n  \
+             volumeClaimTemplates:\n  workloadDisruptionProtection:\n",
+        ),
+        object(
+            "LoginSet",
+            "login",
+            "  controllerRef: {name: slurm}\n  sssdConfRef: {name: sssd, key: sssd.conf}\n  replicas:\n  strategy:\n  \
+             rootSshAuthorizedKeys:\n  service: {metadata: {annotations: null}, port: null}\n",
+        ),
+        object(
+            "Controller",
+            "slurm",
+            &format!(
+                "{KEYS}  clusterName:\n  accountingRef:\n  jwksKeyRef:\n  configFileRefs:\n  prologScriptRefs:\n  \
+                 epilogScriptRefs:\n  prologSlurmctldScriptRefs:\n  epilogSlurmctldScriptRefs:\n  extraConf:\n  \
+                 template: {{metadata: {{labels: null}}}}\n  persistence: {{enabled: null, existingClaim: null}}\n  \
+                 metrics: {{enabled: null, serviceMonitor: null}}\n  ha:\n"
+            ),
+        ),
+        object(
+            "RestApi",
+            "slurm",
+            "  controllerRef: {name: slurm}\n  replicas:\n  slurmrestd:\n  template:\n  service:\n",
+        ),
+        object(
+            "Accounting",
+            "slurm",
+            &format!(
+                "{KEYS}  jwksKeyRef:\n  extraConf:\n  storageConfig: {{host: mariadb, port: null, database: null, \
+                 passwordKeyRef: {{name: db, key: password}}}}\n"
+            ),
+        ),
+        object(
+            "Token",
+            "slurm",
+            "  jwtKeyRef: {name: slurm-auth-jwt, key: jwt.key}\n  username: slurm\n  lifetime:\n  refresh:\n  secretRef:\n",
+        ),
+    ];
+    for yaml in &objects {
+        if let Err(err) = apply(&env, yaml) {
+            panic!("refused:\n{yaml}\n{err}");
+        }
+    }
+
+    let stored = |kind: &str, name: &str| -> serde_json::Value {
+        let json = g.ok(&["get", "-n", env.name(), kind, name, "-o", "json"]);
+        serde_json::from_str::<serde_json::Value>(&json).unwrap()["spec"].take()
+    };
+    // Pruned, then defaulted.
+    let c = stored("controller", "slurm");
+    assert_eq!(c["persistence"]["enabled"], true, "{c:#}");
+    assert!(
+        c.get("accountingRef").is_none() && c.get("ha").is_none(),
+        "{c:#}"
+    );
+    assert_eq!(c["metrics"]["enabled"], false, "{c:#}");
+    let n = stored("nodeset", "workers");
+    assert_eq!(n["replicas"], 1, "{n:#}");
+    assert_eq!(n["workloadDisruptionProtection"], true, "{n:#}");
+    assert_eq!(
+        n["updateStrategy"]["rollingUpdate"]["maxUnavailable"], "25%",
+        "{n:#}"
+    );
+    let a = stored("accounting", "slurm");
+    assert_eq!(a["storageConfig"]["port"], 3306, "{a:#}");
+    let t = stored("token", "slurm");
+    assert!(
+        t.get("lifetime").is_none() && t.get("secretRef").is_none(),
+        "{t:#}"
+    );
+    assert_eq!(t["refresh"], true, "{t:#}");
+    // Kept: Slinky marks these nullable.
+    for field in [
+        "configFileRefs",
+        "prologScriptRefs",
+        "epilogSlurmctldScriptRefs",
+    ] {
+        assert!(
+            c[field].is_null() && c.get(field).is_some(),
+            "{field}: {c:#}"
+        );
+    }
+    assert!(
+        c["metrics"]
+            .get("serviceMonitor")
+            .is_some_and(|v| v.is_null()),
+        "{c:#}"
+    );
+    assert!(
+        n["template"]["metadata"]
+            .get("labels")
+            .is_some_and(|v| v.is_null()),
+        "{n:#}"
+    );
+    assert!(
+        n["updateStrategy"]["scheduledUpdate"]
+            .get("flags")
+            .is_some_and(|v| v.is_null()),
+        "{n:#}"
+    );
+
+    // Applied again unchanged (UPDATE, the stored nulls in the old object too).
+    for yaml in &objects {
+        if let Err(err) = apply(&env, yaml) {
+            panic!("refused on update:\n{yaml}\n{err}");
+        }
+    }
+    drop(wh);
 }

@@ -16,6 +16,8 @@ pub const DEFAULT_STORAGE_PORT: i32 = 3306;
 /// Default `storageConfig.database`.
 pub const DEFAULT_STORAGE_DATABASE: &str = "slurm_acct_db";
 
+super::null::null_means_absent!(AccountingSpec, AccountingStatus);
+
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[kube(
     group = "slinky.slurm.net",
@@ -41,7 +43,7 @@ pub const DEFAULT_STORAGE_DATABASE: &str = "slurm_acct_db";
     validation = Rule::new("self.external ? has(self.externalConfig) : true")
         .message("externalConfig is required when external is true"),
 )]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct AccountingSpec {
     /// `auth/slurm` key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,7 +116,7 @@ impl StorageConfig {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct AccountingStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]

@@ -61,10 +61,8 @@ pub type ContainerWrapper = OpenObject;
 #[serde(rename_all = "camelCase")]
 pub struct Metadata {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(extend("nullable" = true))]
     pub labels: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(extend("nullable" = true))]
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -149,10 +147,8 @@ pub struct ServiceMonitor {
     #[schemars(extend("default" = false))]
     pub enabled: bool,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(extend("nullable" = true))]
     pub labels: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(extend("nullable" = true))]
     pub annotations: BTreeMap<String, String>,
     /// Prometheus duration, e.g. `30s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -160,7 +156,6 @@ pub struct ServiceMonitor {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scrape_timeout: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("nullable" = true))]
     pub endpoints: Vec<MetricEndpoint>,
 }
 

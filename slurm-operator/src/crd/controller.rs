@@ -13,6 +13,8 @@ use super::common::{
     pick_jwt_key_ref,
 };
 
+super::null::null_means_absent!(ControllerSpec, ControllerStatus);
+
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[kube(
     group = "slinky.slurm.net",
@@ -40,7 +42,7 @@ use super::common::{
     validation = Rule::new("has(self.ha) && self.ha.enabled ? has(self.persistence) && self.persistence.enabled && has(self.persistence.existingClaim) && self.persistence.existingClaim.size() > 0 : true")
         .message("ha.enabled requires persistence.enabled with an existingClaim (a ReadWriteMany PVC)"),
 )]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct ControllerSpec {
     /// Slurm `ClusterName`; empty means `<namespace>_<name>`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -86,19 +88,14 @@ pub struct ControllerSpec {
     pub extra_conf: String,
     /// ConfigMaps whose keys are mounted into `/etc/slurm`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("nullable" = true))]
     pub config_file_refs: Vec<LocalObjectReference>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("nullable" = true))]
     pub prolog_script_refs: Vec<LocalObjectReference>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("nullable" = true))]
     pub epilog_script_refs: Vec<LocalObjectReference>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("nullable" = true))]
     pub prolog_slurmctld_script_refs: Vec<LocalObjectReference>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("nullable" = true))]
     pub epilog_slurmctld_script_refs: Vec<LocalObjectReference>,
     /// The state-save volume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -151,7 +148,7 @@ impl ControllerPersistence {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct ControllerStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]

@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{ContainerWrapper, OpenObject, PodTemplate, ServiceSpec, is_default, require};
 
+super::null::null_means_absent!(LoginSetSpec, LoginSetStatus);
+
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "slinky.slurm.net",
@@ -39,7 +41,7 @@ use super::common::{ContainerWrapper, OpenObject, PodTemplate, ServiceSpec, is_d
     ),
     doc = "Slurm login pods (sackd, sshd, SSSD) for a Controller's cluster."
 )]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 #[schemars(transform = |s: &mut schemars::Schema| require(s, &["controllerRef", "sssdConfRef"]))]
 pub struct LoginSetSpec {
     /// The Controller (same namespace) whose cluster users log in to.
@@ -73,7 +75,7 @@ pub struct LoginSetSpec {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 #[schemars(transform = |s: &mut schemars::Schema| require(s, &["selector"]))]
 pub struct LoginSetStatus {
     /// Replicas of the login Deployment.

@@ -9,6 +9,8 @@ pub mod common;
 pub mod controller;
 pub mod loginset;
 pub mod nodeset;
+pub mod null;
+mod parity;
 pub mod print;
 pub mod restapi;
 pub mod token;

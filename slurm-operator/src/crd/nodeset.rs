@@ -13,6 +13,8 @@ use super::common::{
     ContainerWrapper, OpenObject, PodTemplate, is_default, is_false, parse_go_duration, require,
 };
 
+super::null::null_means_absent!(NodeSetSpec, NodeSetStatus);
+
 // The printer columns repeat `type_`/`priority`, which the lint takes for duplicates.
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -91,7 +93,7 @@ use super::common::{
     ),
     doc = "A set of Slurm worker (slurmd) pods joined to a Controller's cluster."
 )]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 #[schemars(transform = |s: &mut schemars::Schema| require(s, &["controllerRef"]))]
 pub struct NodeSetSpec {
     /// The Controller (same namespace) whose cluster the nodes join.
@@ -153,7 +155,6 @@ pub struct NodeSetSpec {
 fn schemaless_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "array",
-        "nullable": true,
         "items": { "type": "object", "x-kubernetes-preserve-unknown-fields": true },
         "x-kubernetes-preserve-unknown-fields": true
     })
@@ -268,7 +269,6 @@ pub struct ScheduledUpdateStrategy {
     pub duration: Option<String>,
     /// Extra Slurm reservation flags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("nullable" = true))]
     pub flags: Vec<String>,
 }
 
@@ -300,7 +300,7 @@ pub enum PruneSlurmNodeRecords {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 #[schemars(transform = |s: &mut schemars::Schema| require(s, &["nodeSetHash", "selector"]))]
 pub struct NodeSetStatus {
     #[serde(default, skip_serializing_if = "is_default")]
@@ -337,7 +337,6 @@ pub struct NodeSetStatus {
     pub conditions: Vec<Condition>,
     /// Padded ordinal -> Kubernetes node (only with `pinToNode`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(extend("nullable" = true))]
     pub ordinal_to_node: BTreeMap<String, String>,
     /// Label selector string of the pods (scale subresource).
     #[serde(default)]

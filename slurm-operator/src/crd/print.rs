@@ -7,9 +7,10 @@ use kube::CustomResourceExt;
 
 use super::{Accounting, Controller, LoginSet, NodeSet, RestApi, Token};
 
-/// The six CRDs, sorted by plural name.
+/// The six CRDs, sorted by plural name, their schemas aligned with Slinky's
+/// ([`super::parity`]).
 pub fn all() -> Vec<CustomResourceDefinition> {
-    vec![
+    [
         Accounting::crd(),
         Controller::crd(),
         LoginSet::crd(),
@@ -17,6 +18,22 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         RestApi::crd(),
         Token::crd(),
     ]
+    .into_iter()
+    .map(aligned)
+    .collect()
+}
+
+fn aligned(crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    let plural = crd.spec.names.plural.clone();
+    let mut value = serde_json::to_value(crd).expect("a CRD serializes");
+    for version in value["spec"]["versions"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        super::parity::align(&plural, &mut version["schema"]["openAPIV3Schema"]);
+    }
+    serde_json::from_value(value).expect("an aligned CRD is still a CRD")
 }
 
 /// `(file name, YAML)` per CRD, named `slinky.slurm.net_<plural>.yaml` like Slinky's.

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{ContainerWrapper, OpenObject, PodTemplate, ServiceSpec, is_default, require};
 
+super::null::null_means_absent!(RestApiSpec, RestApiStatus);
+
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "slinky.slurm.net",
@@ -25,7 +27,7 @@ use super::common::{ContainerWrapper, OpenObject, PodTemplate, ServiceSpec, is_d
     ),
     doc = "A Slurm REST API (slurmrestd) Deployment for a Controller."
 )]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 #[schemars(transform = |s: &mut schemars::Schema| require(s, &["controllerRef"]))]
 pub struct RestApiSpec {
     /// The Controller (same namespace) to serve.
@@ -44,7 +46,7 @@ pub struct RestApiSpec {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct RestApiStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]

@@ -15,6 +15,8 @@ pub const DEFAULT_LIFETIME: Duration = Duration::from_secs(15 * 60);
 /// Secret key of the token when `spec.secretRef` is unset.
 pub const DEFAULT_SECRET_KEY: &str = "SLURM_JWT";
 
+super::null::null_means_absent!(TokenSpec, TokenStatus);
+
 // The printer columns repeat `type_`, which the lint takes for duplicates.
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -52,7 +54,7 @@ pub const DEFAULT_SECRET_KEY: &str = "SLURM_JWT";
         .message("jwtKeyRef (or the deprecated jwtHs256KeyRef) is required"),
 )]
 #[schemars(transform = |s: &mut schemars::Schema| require(s, &["username"]))]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct TokenSpec {
     /// Deprecated alias of `jwtKeyRef`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,7 +78,7 @@ pub struct TokenSpec {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct TokenStatus {
     /// `iat` of the JWT in the Secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]

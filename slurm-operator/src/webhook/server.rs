@@ -337,13 +337,34 @@ mod tests {
             "{msg}"
         );
 
+        // Whether a NodeSet's Controller exists decides nothing (objects come in any order).
         let n = object("NodeSet", json!({"controllerRef": {"name": "slurm"}}));
         let r = answer("nodeset", &request("NodeSet", "CREATE", n, Value::Null)).await;
-        let msg = r["status"]["message"].as_str().unwrap();
-        assert!(
-            msg.starts_with("spec.controllerRef.name: could not check Controller \"slurm\": "),
-            "{msg}"
+        assert_eq!(r["allowed"], true, "{r}");
+    }
+
+    /// The request of issue 23: Slinky's chart rendered with empty lists, the nulls kept by a
+    /// CRD that marks them nullable (or sent straight to the webhook).
+    #[tokio::test]
+    async fn nulls_read_as_absent() {
+        let c = object(
+            "Controller",
+            json!({
+                "slurmKeyRef": {"name": "k", "key": "slurm.key"}, "jwtKeyRef": null,
+                "jwtHs256KeyRef": {"name": "j", "key": "jwt.key"},
+                "configFileRefs": null, "prologScriptRefs": null, "epilogScriptRefs": null,
+                "template": {"metadata": {"labels": null}, "spec": null}, "extraConf": null,
+                "persistence": {"enabled": null}, "metrics": {"serviceMonitor": null},
+            }),
         );
+        let r = answer(
+            "controller",
+            &request("Controller", "CREATE", c.clone(), Value::Null),
+        )
+        .await;
+        assert_eq!(r["allowed"], true, "{r}");
+        let r = answer("controller", &request("Controller", "UPDATE", c.clone(), c)).await;
+        assert_eq!(r["allowed"], true, "{r}");
     }
 
     #[tokio::test]

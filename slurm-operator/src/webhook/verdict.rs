@@ -76,7 +76,7 @@ pub enum Lookup<T> {
 pub struct Lookups {
     /// ConfigMaps by name: their keys (`data` and `binaryData`).
     pub config_maps: BTreeMap<String, Lookup<BTreeSet<String>>>,
-    /// Controllers by name.
+    /// Controllers by name (a NodeSet's: one found missing only warns).
     pub controllers: BTreeMap<String, Lookup<()>>,
     /// PersistentVolumeClaims by name: their `spec.accessModes`.
     pub claims: BTreeMap<String, Lookup<Vec<String>>>,

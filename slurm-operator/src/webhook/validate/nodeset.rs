@@ -10,8 +10,9 @@
 //! characters), as the API server requires of a pod's hostname; a `maxUnavailable` string must
 //! be a percentage; a duration of `0` is refused too (Slinky treats it as unset);
 //! `extraConf` keys are letters, digits or `_` and tokens hold no `'`; `partition.config` is
-//! one line (the CRD's pattern, checked again); on CREATE the referenced Controller must exist;
-//! `pinToNode: true`, which this operator does not honour yet, warns.
+//! one line (the CRD's pattern, checked again); `pinToNode: true`, which this operator does not
+//! honour yet, warns. A Controller that does not exist yet warns on CREATE and is not refused
+//! (Slinky does not look it up).
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -41,18 +42,20 @@ pub fn validate_nodeset(new: &NodeSet, old: Option<&NodeSet>, lookups: &Lookups)
         &spec.volume_claim_templates,
         old.map(|o| &o.spec.volume_claim_templates),
     );
-    if old.is_none() && !controller.is_empty() {
-        match &*Lookups::get(&lookups.controllers, controller) {
-            Lookup::Found(()) => {}
-            Lookup::NotFound => f.error(
-                "spec.controllerRef.name",
-                format!("Controller {controller:?} not found in this namespace"),
+    // Objects arrive in any order (GitOps, `kubectl apply -f dir/`): a Controller that does
+    // not exist yet is no reason to refuse. The reconciler waits for it, touching nothing, and
+    // says so in the `Synced` condition; only a sure answer is worth a warning.
+    if old.is_none()
+        && !controller.is_empty()
+        && *Lookups::get(&lookups.controllers, controller) == Lookup::NotFound
+    {
+        f.warn(
+            "spec.controllerRef.name",
+            format!(
+                "Controller {controller:?} does not exist in this namespace yet: \
+                 nothing is created for this NodeSet until it does"
             ),
-            Lookup::Failed(why) => f.error(
-                "spec.controllerRef.name",
-                format!("could not check Controller {controller:?}: {why}"),
-            ),
-        }
+        );
     }
 
     check_max_unavailable(
@@ -223,22 +226,29 @@ mod tests {
             ),
             "spec.controllerRef.name: field is immutable",
         );
-        let v = validate_nodeset(
-            &nodeset("{controllerRef: {name: slurm}}"),
-            None,
-            &Lookups::default(),
+        // A Controller created after its NodeSet (GitOps, `kubectl apply -f dir/`): accepted,
+        // with a warning when the webhook knows for sure it is missing.
+        let ns = nodeset("{controllerRef: {name: slurm}}");
+        let mut missing = Lookups::default();
+        missing.controllers.insert("slurm".into(), Lookup::NotFound);
+        let v = validate_nodeset(&ns, None, &missing);
+        assert!(v.allowed, "{v:?}");
+        assert_eq!(
+            v.warnings,
+            [
+                "spec.controllerRef.name: Controller \"slurm\" does not exist in this namespace yet: \
+              nothing is created for this NodeSet until it does"
+            ]
         );
-        denied(
-            &v,
-            "spec.controllerRef.name: could not check Controller \"slurm\": it was not looked up",
-        );
-        let mut l = Lookups::default();
-        l.controllers.insert("slurm".into(), Lookup::NotFound);
-        let v = validate_nodeset(&nodeset("{controllerRef: {name: slurm}}"), None, &l);
-        denied(
-            &v,
-            "spec.controllerRef.name: Controller \"slurm\" not found in this namespace",
-        );
+        // A lookup that failed or was not made says nothing either way.
+        let mut failed = Lookups::default();
+        failed
+            .controllers
+            .insert("slurm".into(), Lookup::Failed("timeout".into()));
+        for l in [failed, Lookups::default()] {
+            assert_eq!(validate_nodeset(&ns, None, &l), Verdict::allow());
+        }
+        assert_eq!(validate_nodeset(&ns, None, &found()), Verdict::allow());
         // Existence is a CREATE rule: updates go through while the Controller is gone.
         assert!(
             update(
@@ -300,7 +310,7 @@ mod tests {
         let field = "spec.updateStrategy.scheduledUpdate.duration";
         for (d, msg) in [
             ("59s", "must be at least 1m, got \"59s\""),
-            ("0", "must be at least 1m"),
+            ("\"0\"", "must be at least 1m"),
             ("soon", "\"soon\" is not a duration"),
         ] {
             denied(
