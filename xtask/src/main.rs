@@ -57,6 +57,17 @@ enum Cmd {
         #[arg(trailing_var_arg = true)]
         cargo_args: Vec<String>,
     },
+    /// Only the tests against local Slurm 24.11 and 26.05 clusters (the workspace's, the doc tests,
+    /// slurm-client's examples, the exporter without slurmdbd), started and stopped here (needs
+    /// root); `cargo xtask test` runs them beside the ground tests.
+    TestSlurm {
+        /// The unified build's artifacts as `cargo xtask test` wrote them, instead of building.
+        #[arg(long, hide = true)]
+        artifacts: Option<std::path::PathBuf>,
+        /// Extra arguments for the test binaries, e.g. a test name filter.
+        #[arg(trailing_var_arg = true)]
+        cargo_args: Vec<String>,
+    },
     /// The benchmarks, printing figures: the exporter at 2,000 nodes and 20,000 jobs against a real
     /// Slurm 26.05 cluster started and stopped here (needs root), and the client's benchmarks.
     Bench {
@@ -123,6 +134,10 @@ fn main() -> anyhow::Result<()> {
         Cmd::Slurm(cmd) => slurm::run(cmd),
         Cmd::Demo(args) => demo::run(&workspace(), &args),
         Cmd::Test { cargo_args } => test::run(&workspace(), &cargo_args),
+        Cmd::TestSlurm {
+            artifacts,
+            cargo_args,
+        } => test::run_slurm_lane(&workspace(), artifacts.as_deref(), &cargo_args),
         Cmd::Bench { quick } => bench::run(&workspace(), quick),
         Cmd::Openapi(OpenapiCmd::Fetch) => openapi::fetch(&workspace()),
         Cmd::Fixtures(cmd) => fixtures::run(&workspace(), cmd),

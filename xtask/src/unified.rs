@@ -24,7 +24,7 @@ const SELECTION: &[&str] = &[
 ];
 
 /// One executable cargo built.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Artifact {
     pub package: String,
     /// `lib`, `bin`, `test`, `bench` or `example`.

@@ -1,7 +1,9 @@
 //! Work that runs in the background while the ground tests run: the static checks (clippy,
-//! rustdoc, each REST version alone, slurm-client with its MSRV; generated code current) and the dev images of the end-to-end. They only compile or
-//! pack, the ground tests mostly wait on pods; at nice 19 they take only the CPU the tests leave.
-//! Each lane's output goes to a log, printed if it fails.
+//! rustdoc, each REST version alone, slurm-client with its MSRV; generated code current), the dev
+//! images of the end-to-end, and the tests against local Slurm clusters. The first ones only
+//! compile or pack, the ground tests mostly wait on pods: at nice 19 they take only the CPU the
+//! tests leave; the Slurm tests run at nice 10, ahead of the compilers. Each lane's output goes to
+//! a log, printed if it fails.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -27,6 +29,7 @@ pub struct Step {
     program: OsString,
     args: Vec<String>,
     env: Vec<(&'static str, OsString)>,
+    nice: u8,
 }
 
 impl Step {
@@ -35,6 +38,16 @@ impl Step {
             program: std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()),
             args: args.iter().map(|a| a.to_string()).collect(),
             env: env.to_vec(),
+            nice: 19,
+        }
+    }
+
+    fn xtask(xtask: &Path, args: &[&str]) -> Step {
+        Step {
+            program: xtask.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: Vec::new(),
+            nice: 19,
         }
     }
 
@@ -78,11 +91,7 @@ impl Background {
     /// installed from crates.io on a machine that lacks it, then two rustdoc JSON builds); log
     /// `target/ci-semver.log`.
     pub fn semver(workspace: &Path, xtask: &Path) -> Result<Background> {
-        let steps = vec![Step {
-            program: xtask.into(),
-            args: vec!["semver".to_owned(), "--if-changed".to_owned()],
-            env: Vec::new(),
-        }];
+        let steps = vec![Step::xtask(xtask, &["semver", "--if-changed"])];
         Background::start(
             workspace,
             "ci-semver.log",
@@ -99,22 +108,11 @@ impl Background {
         xtask: &Path,
         tags: &[String],
     ) -> Result<Background> {
-        let mut args = vec!["image".to_owned(), "project".to_owned(), "--dev".to_owned()];
+        let mut images = Step::xtask(xtask, &["image", "project", "--dev"]);
         for tag in tags {
-            args.extend(["--tag".to_owned(), tag.clone()]);
+            images.args.extend(["--tag".to_owned(), tag.clone()]);
         }
-        let steps = vec![
-            Step {
-                program: xtask.into(),
-                args: vec!["generate".to_owned(), "--check".to_owned()],
-                env: Vec::new(),
-            },
-            Step {
-                program: xtask.into(),
-                args,
-                env: Vec::new(),
-            },
-        ];
+        let steps = vec![Step::xtask(xtask, &["generate", "--check"]), images];
         Background::start(
             workspace,
             "ci-images.log",
@@ -123,12 +121,34 @@ impl Background {
         )
     }
 
+    /// `xtask test-slurm` with the unified build's `artifacts` (JSON) and the caller's test
+    /// arguments, at nice 10; log `target/ci-slurm.log`.
+    pub fn slurm(
+        workspace: &Path,
+        xtask: &Path,
+        artifacts: &Path,
+        test_args: &[String],
+    ) -> Result<Background> {
+        let mut step = Step::xtask(xtask, &["test-slurm", "--artifacts"]);
+        step.args.push(artifacts.display().to_string());
+        step.args.push("--".to_owned());
+        step.args.extend(test_args.iter().cloned());
+        step.nice = 10;
+        Background::start(
+            workspace,
+            "ci-slurm.log",
+            "the tests against local Slurm 24.11 and 26.05 clusters",
+            vec![step],
+        )
+    }
+
     fn start(workspace: &Path, log_name: &str, what: &str, steps: Vec<Step>) -> Result<Background> {
         let log = crate::target_dir(workspace).join(log_name);
         std::fs::create_dir_all(log.parent().expect("has a parent"))?;
         let file = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let nice = steps.iter().map(|s| s.nice).max().unwrap_or(19);
         eprintln!(
-            "  {what}: beside the tests, at nice 19; log: {}",
+            "  {what}: beside the tests, at nice {nice}; log: {}",
             log.display()
         );
         let workspace = workspace.to_path_buf();
@@ -159,6 +179,17 @@ impl Background {
             for line in &lines[lines.len().saturating_sub(200)..] {
                 eprintln!("{line}");
             }
+        }
+        result
+    }
+
+    /// Waits, then prints the phase timings the lane's own log ends with, whatever happened.
+    pub fn wait_showing_timings(self) -> Result<()> {
+        let log = self.log.clone();
+        let result = self.wait();
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(at) = text.rfind(super::TIMINGS_HEADING) {
+            eprint!("{}", &text[at..]);
         }
         result
     }
@@ -227,11 +258,7 @@ fn checks(workspace: &Path, xtask: &Path) -> Vec<Step> {
         ));
     }
     // slurm-client with Debian trixie's rustc and cargo, the rust-version it declares (msrv.rs).
-    steps.push(Step {
-        program: xtask.into(),
-        args: vec!["msrv".to_owned()],
-        env: Vec::new(),
-    });
+    steps.push(Step::xtask(xtask, &["msrv"]));
     steps
 }
 
@@ -242,7 +269,7 @@ fn run(workspace: &Path, log: &File, stop: &Stop, step: &Step) -> Result<()> {
     }
     let started = std::time::Instant::now();
     let mut cmd = Command::new("nice");
-    cmd.arg("-n19")
+    cmd.arg(format!("-n{}", step.nice))
         .arg(&step.program)
         .args(&step.args)
         .current_dir(workspace)

@@ -8,16 +8,23 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::slurm::{self, Release, UpArgs};
+use crate::slurm::{self, Release};
 
 mod background;
 mod examples;
+mod prepare;
+mod slurm_lane;
+
+pub use slurm_lane::run as run_slurm_lane;
 
 /// What a whole run writes to the target directory's disk, with room to spare: 5.1 GiB measured
 /// on a clean checkout with the Slurm roots, API server and images cached (the one test build
 /// 4.2 GiB, clippy's and rustdoc's metadata, the dev images); a CI machine with 8.4 GiB free
 /// filled up when every integration test file was a binary of its own.
 const DISK_NEEDED: u64 = 10 << 30;
+
+const TIMINGS_HEADING: &str =
+    "phase timings (and disk free after each, where the target directory is):";
 
 /// One finished phase: its name, seconds, whether it passed, and the disk left after it.
 struct Phase {
@@ -48,7 +55,7 @@ impl Timings {
     }
 
     fn print(&self) {
-        eprintln!("\nphase timings (and disk free after each, where the target directory is):");
+        eprintln!("\n{TIMINGS_HEADING}");
         for p in &self.phases {
             let free = p
                 .free_after
@@ -75,6 +82,15 @@ fn free_bytes(dir: &Path) -> Option<u64> {
     Some(stat.blocks_available() * stat.fragment_size())
 }
 
+impl Timings {
+    fn new(target_dir: PathBuf) -> Timings {
+        Timings {
+            phases: Vec::new(),
+            target_dir,
+        }
+    }
+}
+
 pub fn run(workspace: &Path, test_args: &[String]) -> Result<()> {
     let target_dir = crate::target_dir(workspace);
     if let Some(free) = free_bytes(&target_dir) {
@@ -90,10 +106,7 @@ pub fn run(workspace: &Path, test_args: &[String]) -> Result<()> {
             );
         }
     }
-    let mut t = Timings {
-        phases: Vec::new(),
-        target_dir,
-    };
+    let mut t = Timings::new(target_dir);
     let result = run_phases(&mut t, workspace, test_args);
     let _ = t.phase("stop clusters", || {
         for release in Release::ALL {
@@ -106,41 +119,52 @@ pub fn run(workspace: &Path, test_args: &[String]) -> Result<()> {
     result
 }
 
+/// `cargo` in the workspace, without incremental builds unless the caller asks for them.
+fn cargo(workspace: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(workspace).args(args).env(
+        "CARGO_INCREMENTAL",
+        std::env::var("CARGO_INCREMENTAL").unwrap_or_else(|_| "0".into()),
+    );
+    cmd
+}
+
 fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result<()> {
-    let cargo = |args: &[&str]| {
-        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cmd.current_dir(workspace).args(args).env(
-            "CARGO_INCREMENTAL",
-            std::env::var("CARGO_INCREMENTAL").unwrap_or_else(|_| "0".into()),
-        );
-        cmd
-    };
     t.phase("cargo fmt --check", || {
-        status(cargo(&["fmt", "--all", "--", "--check"]))
+        status(cargo(workspace, &["fmt", "--all", "--", "--check"]))
     })?;
-    // The test ground's API server, before the workspace: its build needs 2.7 GiB of Debian sid
-    // packages (Go, the Kubernetes libraries) that are removed once it is built, so a cold run's
-    // disk peak is the larger of the two, not their sum. Cached, it takes a second.
-    t.phase(
-        "build the Kubernetes test ground's API server (Debian sid packages + Go; cached after the first run)",
-        || crate::kube::apiserver::ensure(workspace).map(drop),
-    )?;
+    // The Slurm roots, the Helm venv and the API server (Debian sid packages + Go) are made while
+    // the workspace builds, when the disk holds both: the sid packages (2.7 GiB, removed once the
+    // server is built) and the build's 4.4 GiB. Else one after the other, so that a cold run's
+    // disk peak is the larger of the two. Cached, they take a second.
+    let beside = free_bytes(&t.target_dir).is_some_and(|free| free >= DISK_NEEDED + (4 << 30));
+    let prepare = if beside {
+        eprintln!(
+            "  the Slurm roots, the Helm venv and the test ground's API server are made beside the build, at nice 10"
+        );
+        Some(prepare::Prepare::start(workspace))
+    } else {
+        t.phase(
+            "Slurm roots, Helm venv, the test ground's API server (Debian sid packages + Go; cached after the first run)",
+            || prepare::all(workspace),
+        )?;
+        None
+    };
     // Once, with the features every later build and run uses (see unified.rs): the phases after
     // this one compile nothing more of it, and the benchmarks are proved to build here.
     let built = t.phase(
         "build the workspace, its tests, benchmarks and examples once (cargo test --no-run --workspace --all-features)",
         || crate::unified::everything(workspace),
     )?;
+    if let Some(prepare) = prepare {
+        t.phase(
+            "Slurm roots, Helm venv, the test ground's API server (made beside the build; cached after the first run)",
+            || prepare.wait(),
+        )?;
+    }
     // Real Helm (its Go SDK from PyPI, in a venv): the chart tests of each crate render through it.
-    t.phase(
-        "helm lint --strict of every chart (helm venv made on first use)",
-        || crate::helm::lint_all(workspace),
-    )?;
-    t.phase("build Slurm root filesystems", || {
-        for release in Release::ALL {
-            slurm::rootfs::ensure(release)?;
-        }
-        Ok(())
+    t.phase("helm lint --strict of every chart", || {
+        crate::helm::lint_all(workspace)
     })?;
     // The xtask's own tests start and stop clusters themselves, so they run while none is up.
     for release in Release::ALL {
@@ -159,11 +183,17 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
     })?;
     // generate --check, clippy, rustdoc, the one-version builds and the end-to-end's images
     // compile, generate or pack, and the ground tests mostly wait: they run beside them at the
-    // lowest CPU priority, so the tests' pods are not slowed down.
+    // lowest CPU priority, so the tests' pods are not slowed down. The tests against local Slurm
+    // clusters run beside them too, at nice 10.
     let xtask = built
         .iter()
         .find(|a| a.package == "xtask" && a.kind == "bin" && !a.harness)
         .context("the unified build made no xtask binary")?;
+    let artifacts = t.target_dir.join("ci-artifacts.json");
+    std::fs::write(&artifacts, serde_json::to_vec(&built)?)
+        .with_context(|| format!("writing {}", artifacts.display()))?;
+    let on_slurm =
+        background::Background::slurm(workspace, &xtask.executable, &artifacts, test_args)?;
     let checks = background::Background::checks(workspace, &xtask.executable)?;
     let semver = background::Background::semver(workspace, &xtask.executable)?;
     let images = background::Background::generated_and_dev_images(
@@ -236,82 +266,17 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
         "semver checks of slurm-client against its last release (run beside the ground tests)",
         || semver.wait(),
     )?;
-    t.phase("start Slurm 24.11 and 26.05 with accounting", || {
-        for release in Release::ALL {
-            slurm::up(&UpArgs {
-                release,
-                nodes: 4,
-                accounting: true,
-                port: None,
-            })?;
-        }
-        Ok(())
-    })?;
-    let env_files: Vec<String> = Release::ALL
-        .iter()
-        .map(|r| slurm::state::env_file(*r).display().to_string())
-        .collect();
-    t.phase("workspace tests against both clusters", || {
-        crate::unified::run_tests(
-            &built,
-            |a| (!ON_GROUND.contains(&a.package.as_str()) || on_slurm(a)) && a.runs_by_default,
-            test_args,
-            &[("SLURM_TEST_ENV_FILES", env_files.join(":"))],
-        )?;
-        let mut doc = cargo(&["test", "--doc", "--workspace", "--all-features"]);
-        doc.env("SLURM_TEST_ENV_FILES", env_files.join(":"));
-        status(doc)
-    })?;
     t.phase(
-        "slurm-client examples against Slurm 24.11 and 26.05",
-        || examples::run(&built, &Release::ALL),
-    )?;
-    // Many sites run slurmrestd without slurmdbd: the exporter's tests against a 24.11
-    // cluster without accounting check that it needs slurmdbd only for the accounting sources.
-    t.phase("restart Slurm 24.11 without accounting", || {
-        slurm::down(Release::R24_11)?;
-        slurm::up(&UpArgs {
-            release: Release::R24_11,
-            nodes: 4,
-            accounting: false,
-            port: None,
-        })
-    })?;
-    t.phase("exporter tests without slurmdbd", || {
-        crate::unified::run_tests(
-            &built,
-            |a| a.package == "slurm-exporter" && a.runs_by_default,
-            test_args,
-            &[(
-                "SLURM_TEST_ENV_FILES",
-                slurm::state::env_file(Release::R24_11)
-                    .display()
-                    .to_string(),
-            )],
-        )
-    })?;
-    for release in Release::ALL {
-        slurm::down(release)?;
-    }
-    Ok(())
-}
-
-/// The packages whose tests need the Kubernetes test ground (and run in its phases); the others run
-/// against the local Slurm clusters.
-const ON_GROUND: &[&str] = &["xtask", "kube-ground", "slurm-operator", "slurm-bridge"];
-
-/// Test files of those packages that need the local Slurm clusters instead: (package, test).
-const ON_SLURM: &[(&str, &str)] = &[("slurm-bridge", "old_slurm")];
-
-fn on_slurm(a: &crate::unified::Artifact) -> bool {
-    a.kind == "test" && ON_SLURM.contains(&(a.package.as_str(), a.name.as_str()))
+        "tests against Slurm 24.11 and 26.05: workspace, doc tests, examples, exporter without slurmdbd (run beside the ground tests)",
+        || on_slurm.wait_showing_timings(),
+    )
 }
 
 /// A package's tests on the ground.
 fn on_ground(built: &[crate::unified::Artifact], package: &str, args: &[String]) -> Result<()> {
     crate::unified::run_tests(
         built,
-        |a| a.package == package && a.runs_by_default && !on_slurm(a),
+        |a| a.package == package && a.runs_by_default && !slurm_lane::on_slurm(a),
         args,
         &[],
     )
