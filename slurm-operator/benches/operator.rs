@@ -15,7 +15,10 @@
 //! ```
 //!
 //! `SLURM_BENCH_QUICK=1`: 5 scale repetitions instead of 10 and a 30 s quiet window instead of
-//! 60 s. Without the ground (no `/run/slurm-dev/kube/kube.env`) the bench says so and is
+//! 60 s. `SLURM_BENCH_REST_ONLY=1`: parts 1 and 3 only; `SLURM_BENCH_QUIET_SECS=180` sets the
+//! quiet window; `SLURM_OPERATOR_BIN` runs another operator build (a before/after comparison;
+//! name the file `slurm-operator`). The goal at rest: no request but the watches' own renewals
+//! (a watch ends after about five minutes and is started again). Without the ground (no `/run/slurm-dev/kube/kube.env`) the bench says so and is
 //! skipped. It runs in its own namespace `op-bench-<pid>`, deleted at the end.
 
 #[path = "../tests/common/mod.rs"]
@@ -68,7 +71,13 @@ fn main() {
 
 async fn run(env_file: &str, quick: bool) -> Result<()> {
     let reps = if quick { 5 } else { 10 };
-    let quiet = Duration::from_secs(if quick { 30 } else { 60 });
+    let rest_only = std::env::var("SLURM_BENCH_REST_ONLY").is_ok_and(|v| v == "1");
+    let quiet = Duration::from_secs(
+        std::env::var("SLURM_BENCH_QUIET_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(if quick { 30 } else { 60 }),
+    );
     let audit_log = ground_var(env_file, "KUBE_GROUND_AUDIT_LOG")
         .map(PathBuf::from)
         .ok_or("KUBE_GROUND_AUDIT_LOG missing in the ground's env file")?;
@@ -79,7 +88,7 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
     println!("operator benchmark on the test ground, namespace {ns}");
     println!(
         "operator: {} run --namespaces {ns} (default flags)",
-        common::OPERATOR
+        common::operator_bin()
     );
 
     // 1. Manifests → all workers idle.
@@ -119,7 +128,7 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
     let mut gone = Vec::new();
     let mut back = Vec::new();
     let mut undrained = 0;
-    for _ in 0..reps {
+    for _ in 0..if rest_only { 0 } else { reps } {
         let t = Instant::now();
         scale(&nodesets, 4).await?;
         up.push(
@@ -203,14 +212,21 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
         })
         .await?;
     }
-    println!("\n2. NodeSet scale latency ({reps} × scale 3→4→3 through the scale subresource)");
-    println!("   {:<46} {:>8} {:>8}", "from the patch to", "p50", "p99");
+    if rest_only {
+        println!("\n2. NodeSet scale latency: skipped (SLURM_BENCH_REST_ONLY)");
+    } else {
+        println!("\n2. NodeSet scale latency ({reps} × scale 3→4→3 through the scale subresource)");
+        println!("   {:<46} {:>8} {:>8}", "from the patch to", "p50", "p99");
+    }
     for (what, samples) in [
         ("scale up: the new pod object exists", &mut up),
         ("scale up: the new worker IDLE in Slurm", &mut back),
         ("scale in: the victim shows DRAIN in Slurm", &mut drain),
         ("scale in: the victim pod is deleted", &mut gone),
     ] {
+        if rest_only {
+            break;
+        }
         samples.sort();
         println!(
             "   {what:<46} {:>7.0}ms {:>7.0}ms",
@@ -261,6 +277,13 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
     );
     for (verb, resource, n) in &count.ns_detail {
         println!("     {n:>4} × {verb} {resource}");
+    }
+    println!("   cluster-scoped, by kube-rs clients:");
+    for (verb, resource, n) in &count.cluster_detail {
+        println!("     {n:>4} × {verb} {resource}");
+    }
+    if rest_only {
+        return Ok(());
     }
 
     // 4. RSS with many clusters.
@@ -645,6 +668,8 @@ struct Count {
     cluster_writes: usize,
     /// (verb, resource, count) in the namespace.
     ns_detail: Vec<(String, String, usize)>,
+    /// (verb, resource, count) of the cluster-scoped ones.
+    cluster_detail: Vec<(String, String, usize)>,
 }
 
 /// Requests (one per audit ID) by clients other than the API server itself and kubectl: the
@@ -653,6 +678,7 @@ fn count_requests(entries: &[serde_json::Value], ns: &str) -> Count {
     let mut seen = HashSet::new();
     let mut count = Count::default();
     let mut detail = std::collections::BTreeMap::new();
+    let mut cluster_detail = std::collections::BTreeMap::new();
     for e in entries {
         let s = |v: &serde_json::Value| v.as_str().unwrap_or("").to_owned();
         if !seen.insert(s(&e["auditID"])) {
@@ -683,9 +709,16 @@ fn count_requests(entries: &[serde_json::Value], ns: &str) -> Count {
             } else {
                 count.cluster_writes += 1;
             }
+            *cluster_detail
+                .entry((verb, s(&e["objectRef"]["resource"])))
+                .or_insert(0) += 1;
         }
     }
     count.ns_detail = detail.into_iter().map(|((v, r), n)| (v, r, n)).collect();
+    count.cluster_detail = cluster_detail
+        .into_iter()
+        .map(|((v, r), n)| (v, r, n))
+        .collect();
     count
 }
 

@@ -12,7 +12,7 @@
 //! | [`crd`] | the six custom resources as Rust types; `slurm-operator crds` prints their CRDs |
 //! | [`render`] | resource → desired child objects (StatefulSets, Deployments, Services, ConfigMaps, Secrets, pods, the slurm.conf text) |
 //! | [`planner`] | the NodeSet decisions, pure: scale, victims, drain before delete, cordon, pod conditions, status |
-//! | [`reconcile`] | the I/O: one reconciler per kind (the NodeSet's in `reconcile::nodeset` feeds [`planner`] and applies its plan), the shared context, server-side apply |
+//! | [`reconcile`] | the I/O: one reconciler per kind (the NodeSet's in `reconcile::nodeset` feeds [`planner`] and applies its plan), the watch cache they read, the shared context, server-side apply |
 //! | [`keys`] | every label, annotation, finalizer and taint key |
 
 pub mod crd;

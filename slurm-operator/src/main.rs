@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use kube_support::http::Readiness;
 use kube_support::logs::{self, LogFormat};
+use slurm_operator::reconcile::cache::Cache;
 use slurm_operator::reconcile::{self, Context, Scope};
 use slurm_operator::slurm::SlurmClusters;
 use slurm_operator::telemetry::Metrics;
@@ -160,29 +161,36 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let (changed_tx, changed_rx) = tokio::sync::mpsc::unbounded_channel();
     let slurm = SlurmClusters::new(args.slurm_poll, changed_tx);
     let cluster_domain = args.cluster_domain.clone().unwrap_or_else(cluster_domain);
-    let mut ctx = Context::new(client, metrics, slurm, cluster_domain);
-    ctx.propagated_node_conditions = args
+    let propagated: Vec<String> = args
         .propagated_node_conditions
         .iter()
         .map(|c| c.trim().to_owned())
         .filter(|c| !c.is_empty())
         .collect();
-    let ctx = Arc::new(ctx);
     let slurm_changes = reconcile::nodeset::SlurmChanges::fan_out(changed_rx);
 
+    let nodes = Cache::nodes(&client);
     let mut watchers = tokio::task::JoinSet::new();
     for scope in Scope::from_list(&args.namespaces) {
         tracing::info!(?scope, "watching");
-        watchers.spawn(reconcile::controller::run(scope.clone(), ctx.clone()));
-        watchers.spawn(reconcile::restapi::run(scope.clone(), ctx.clone()));
-        watchers.spawn(reconcile::accounting::run(scope.clone(), ctx.clone()));
-        watchers.spawn(reconcile::loginset::run(scope.clone(), ctx.clone()));
-        watchers.spawn(reconcile::token::run(scope.clone(), ctx.clone()));
-        watchers.spawn(reconcile::nodeset::run(
-            scope.clone(),
-            ctx.clone(),
-            slurm_changes.subscribe(),
-        ));
+        let cache = Cache::start(&client, &scope, nodes.clone());
+        // Fail closed: no reconciler acts on a store before its first listing is in.
+        cache.ready().await;
+        let mut ctx = Context::new(
+            client.clone(),
+            metrics.clone(),
+            slurm.clone(),
+            cluster_domain.clone(),
+            cache,
+        );
+        ctx.propagated_node_conditions = propagated.clone();
+        let ctx = Arc::new(ctx);
+        watchers.spawn(reconcile::controller::run(ctx.clone()));
+        watchers.spawn(reconcile::restapi::run(ctx.clone()));
+        watchers.spawn(reconcile::accounting::run(ctx.clone()));
+        watchers.spawn(reconcile::loginset::run(ctx.clone()));
+        watchers.spawn(reconcile::token::run(ctx.clone()));
+        watchers.spawn(reconcile::nodeset::run(ctx, slurm_changes.subscribe()));
     }
     ready.set_ready();
 

@@ -109,9 +109,12 @@ fn namespaced_rules() -> BTreeMap<String, Vec<String>> {
         ("apps/deployments", CHILD),
         (
             "apps/controllerrevisions",
-            &["list", "create", "patch", "delete"],
+            &["list", "watch", "create", "patch", "delete"],
         ),
-        ("policy/poddisruptionbudgets", &["get", "create", "patch"]),
+        (
+            "policy/poddisruptionbudgets",
+            &["get", "list", "watch", "create", "patch"],
+        ),
         ("/pods", &["list", "watch", "create", "patch", "delete"]),
         ("/pods/status", &["patch"]),
         ("/persistentvolumeclaims", &["get", "create"]),
@@ -120,7 +123,7 @@ fn namespaced_rules() -> BTreeMap<String, Vec<String>> {
 }
 
 fn cluster_rules() -> BTreeMap<String, Vec<String>> {
-    table(&[("/nodes", &["get", "list", "watch"])])
+    table(&[("/nodes", &["list", "watch"])])
 }
 
 #[test]

@@ -33,8 +33,8 @@ pub use conditions::{CONDITION_PREFIX, SlurmCondition, slurm_conditions};
 pub use daemon::{DaemonInput, DaemonPodToCreate, KubeNode, Placement, daemon_plan};
 pub use drain::{Drain, REASON_PREFIX, Undrain};
 pub use plan::{
-    AnnotationChange, DeleteReason, Plan, PlanInput, PodConditions, PodToCreate, PodToDelete,
-    ProtectChange, plan, plan_scheduled,
+    AnnotationChange, DRAIN_REQUEUE, DeleteReason, Plan, PlanInput, PodConditions, PodToCreate,
+    PodToDelete, ProtectChange, RESYNC, plan, plan_scheduled,
 };
 pub use status::{NodeSetCounters, ReplicaCounts, SlurmCounts};
 pub use view::{

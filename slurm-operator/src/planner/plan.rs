@@ -27,8 +27,15 @@ use crate::keys::{
     ANNOTATION_CORDONED_BY_OPERATOR, ANNOTATION_POD_CORDON, ANNOTATION_POD_DEADLINE,
 };
 
-/// Requeue while a condemned pod waits for its Slurm node to drain, and Slinky's base.
+/// Requeue while something waits on time or on Slurm: a condemned pod for its node to drain,
+/// a pod held while Slurm cannot be asked, a ready pod for its slurmd to register.
 pub const DRAIN_REQUEUE: Duration = Duration::from_secs(30);
+
+/// Requeue with nothing pending (Slinky requeues every 30 s). Every change a NodeSet acts on
+/// wakes it (its pods, the nodes under them, its Controller, its cluster's Slurm node and job
+/// changes, polled in [`crate::slurm`]), and a pass at rest reads only the operator's caches,
+/// so this is a backstop against a missed wake-up (a lagging Slurm change broadcast), not a poll.
+pub const RESYNC: Duration = Duration::from_secs(600);
 
 /// How long a Ready pod's slurmd gets to register before the pod counts as "not registered" and
 /// is replaced: readiness only says slurmd listens, and on a loaded machine its registration
@@ -130,8 +137,9 @@ pub struct Plan {
     /// Condemned pods kept because Slurm could not be asked.
     pub held: Vec<String>,
     pub status: NodeSetCounters,
-    /// When to look again: 30 s, longer when `minReadySeconds` + 1 s is longer and some
-    /// ready pod is not yet available (Slinky keeps the largest requested delay).
+    /// When to look again: [`DRAIN_REQUEUE`] while something waits on Slurm or on the
+    /// registration grace, `minReadySeconds` + 1 s while a ready pod is not yet available
+    /// (the sooner of the two), else [`RESYNC`].
     pub requeue_after: Duration,
 }
 
@@ -275,14 +283,19 @@ pub(crate) fn plan_with(
     }
 
     // Pods whose slurmd should be registered by now but is not (Slinky's `SlurmNodes`).
+    let mut registering = false;
     if let Some(nodes) = nodes {
         for pod in &mode_live {
             if is_settled(&plan, &condemned, pod)
                 || pod.slurm_node.is_empty()
                 || nodes.contains_key(&pod.slurm_node)
                 || !pod.is_healthy()
-                || !pod.is_available(ns.min_ready_seconds.max(REGISTRATION_GRACE_SECS), input.now)
             {
+                continue;
+            }
+            if !pod.is_available(ns.min_ready_seconds.max(REGISTRATION_GRACE_SECS), input.now) {
+                // Nothing else wakes the NodeSet when the grace ends without a registration.
+                registering = true;
                 continue;
             }
             delete(&mut plan, pod, DeleteReason::NotRegistered);
@@ -339,10 +352,11 @@ pub(crate) fn plan_with(
             SlurmView::Unavailable => None,
         },
     };
-    plan.requeue_after = DRAIN_REQUEUE;
+    let waiting = registering || !plan.waiting_for_drain.is_empty() || !plan.held.is_empty();
+    plan.requeue_after = if waiting { DRAIN_REQUEUE } else { RESYNC };
     if plan.status.pods.ready != plan.status.pods.available {
         let wait = Duration::from_secs(u64::from(ns.min_ready_seconds) + 1);
-        plan.requeue_after = plan.requeue_after.max(wait);
+        plan.requeue_after = plan.requeue_after.min(wait);
     }
     plan
 }

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use jiff::{SignedDuration, Timestamp};
 use slurm_client::model::{Node, NodeFlag, NodeState};
 
-use super::plan::{AnnotationChange, DeleteReason, Plan, PlanInput, PodToDelete, plan};
+use super::plan::{
+    AnnotationChange, DRAIN_REQUEUE, DeleteReason, Plan, PlanInput, PodToDelete, RESYNC, plan,
+};
 use super::victims::{Candidate, deletion_order};
 use super::view::*;
 use super::{Drain, Undrain};
@@ -419,7 +421,9 @@ fn drain_before_delete_table() {
         assert_eq!(drains(&p), want_drains, "{why}");
         assert_eq!(p.waiting_for_drain.is_empty(), want_delete, "{why}");
         assert!(p.undrain.is_empty(), "{why}");
-        assert_eq!(p.requeue_after.as_secs(), 30);
+        // A drain is waited for; a delete wakes the NodeSet by itself (the pod's watch event).
+        let requeue = if want_delete { RESYNC } else { DRAIN_REQUEUE };
+        assert_eq!(p.requeue_after, requeue, "{why}");
     }
 }
 
@@ -1145,6 +1149,23 @@ fn steady_state_deletions() {
     }];
     let p = run(&ns_slow, &fresh, SlurmView::Nodes(&nodes));
     assert!(p.delete.is_empty());
+    // Ready 10 s, not registered: kept, and looked at again before the grace runs out (no
+    // event would wake the NodeSet then).
+    let registering = vec![
+        pod(0),
+        pod(1),
+        PodView {
+            ready_since: Some(now() - SignedDuration::from_secs(10)),
+            ..pod(2)
+        },
+    ];
+    let both = map(vec![idle("gpu-0"), idle("gpu-1")]);
+    let p = run(&nodeset(3), &registering, SlurmView::Nodes(&both));
+    assert!(p.delete.is_empty());
+    assert_eq!(p.requeue_after, DRAIN_REQUEUE);
+    let registered = map(vec![idle("gpu-0"), idle("gpu-1"), idle("gpu-2")]);
+    let p = run(&nodeset(3), &registering, SlurmView::Nodes(&registered));
+    assert_eq!(p.requeue_after, RESYNC);
     // Not registered, Slurm unavailable or not configured: kept.
     for slurm in [SlurmView::Unavailable, SlurmView::NotConfigured] {
         let p = run(&nodeset(1), &[pod(2)], slurm);
@@ -1342,7 +1363,10 @@ fn status_counters() {
     );
     assert_eq!(p.requeue_after.as_secs(), 61, "ready != available");
     let p = run(&nodeset(1), &[pod(0)], SlurmView::Nodes(&nodes));
-    assert_eq!(p.requeue_after.as_secs(), 30);
+    assert_eq!(
+        p.requeue_after, RESYNC,
+        "nothing pending: only the backstop"
+    );
 }
 
 #[test]

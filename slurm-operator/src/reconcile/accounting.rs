@@ -4,29 +4,25 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{Secret, Service};
 use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller as Runner};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
 
 use super::apply::apply;
 use super::conditions::{self, Wanted};
-use super::{Context, Error, Scope, secrets};
+use super::{Context, Error, secrets};
 use crate::crd::Accounting;
 use crate::render;
 
-/// Watches Accountings in `scope`, their children and the Secrets they read.
-pub async fn run(scope: Scope, ctx: Arc<Context>) {
-    let wc = watcher::Config::default;
-    let runner = Runner::new(scope.api::<Accounting>(&ctx.client), wc());
-    let store = runner.store();
-    let runner = runner
-        .owns(scope.api::<StatefulSet>(&ctx.client), wc())
-        .owns(scope.api::<Service>(&ctx.client), wc())
-        .owns(scope.api::<Secret>(&ctx.client), wc())
-        .watches(scope.api::<Secret>(&ctx.client), wc(), move |s| {
+/// Watches Accountings in the context's scope, their children and the Secrets they read.
+pub async fn run(ctx: Arc<Context>) {
+    let cache = &ctx.cache;
+    let store = cache.accountings.store();
+    let runner = Runner::for_stream(cache.accountings.subscribe(), store.clone())
+        .owns_stream(cache.stateful_sets.subscribe())
+        .owns_stream(cache.services.subscribe())
+        .owns_stream(cache.secrets.subscribe())
+        .watches_stream(cache.secrets.subscribe(), move |s| {
             store
                 .state()
                 .iter()
@@ -67,8 +63,7 @@ async fn sync(acct: &Accounting, ctx: &Context) -> Result<(), Error> {
         &ns,
         &acct.spec.storage_config.password_key_ref,
         "spec.storageConfig.passwordKeyRef",
-    )
-    .await?;
+    )?;
     let mut key_secrets = Vec::new();
     for (selector, field) in [
         (acct.spec.slurm_key_ref.as_ref(), "spec.slurmKeyRef"),
@@ -77,12 +72,12 @@ async fn sync(acct: &Accounting, ctx: &Context) -> Result<(), Error> {
         let selector = selector.ok_or_else(|| {
             Error::InvalidSpec(format!("{field} is required unless spec.external"))
         })?;
-        secrets::key(ctx, &ns, selector, field).await?;
-        key_secrets.push(secrets::secret(ctx, &ns, &selector.name, field).await?);
+        secrets::key(ctx, &ns, selector, field)?;
+        key_secrets.push(secrets::secret(ctx, &ns, &selector.name, field)?);
     }
     let children = render::accounting::render(acct, &password, &key_secrets)?;
-    apply(&ctx.client, children.secret).await?;
-    apply(&ctx.client, children.service).await?;
-    apply(&ctx.client, children.stateful_set).await?;
+    apply(ctx, children.secret).await?;
+    apply(ctx, children.service).await?;
+    apply(ctx, children.stateful_set).await?;
     Ok(())
 }

@@ -1,15 +1,19 @@
 //! Writing child objects with server-side apply under one field manager, and only when the
 //! desired object changed: a hash of what was last applied rides on the object, so a steady
 //! state makes no writes at all (an unchanged server-side apply is still a write request).
+//! The live hash is read from the cache, so a steady state makes no reads either; a hash that
+//! differs there is read again from the API server before the write (the store may not hold
+//! the operator's own apply of a moment ago yet).
 
 use kube::api::{Patch, PatchParams};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 use std::fmt::Debug;
 
-use super::Error;
+use super::cache::Cached;
+use super::{Context, Error};
 
 /// The field manager of every write the operator makes.
 pub const FIELD_MANAGER: &str = "slurm-operator";
@@ -41,9 +45,10 @@ pub fn desired_hash<K: Serialize>(obj: &K) -> String {
 }
 
 /// Server-side applies `desired` (namespaced) unless the live object already carries its hash.
-pub async fn apply<K>(client: &Client, mut desired: K) -> Result<Applied, Error>
+pub async fn apply<K>(ctx: &Context, mut desired: K) -> Result<Applied, Error>
 where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Cached
         + Clone
         + Debug
         + Serialize
@@ -55,11 +60,14 @@ where
     desired
         .annotations_mut()
         .insert(DESIRED_HASH.into(), hash.clone());
-    let api: Api<K> = Api::namespaced(client.clone(), &namespace);
+    let cached = K::live(&ctx.cache, &namespace, &name);
+    if carries(cached.as_ref(), &hash) {
+        return Ok(Applied::Unchanged);
+    }
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
+    // Direct: the store may lag behind an apply of a moment ago (then nothing is written).
     let live = api.get_metadata_opt(&name).await?;
-    if let Some(live) = &live
-        && live.annotations().get(DESIRED_HASH) == Some(&hash)
-    {
+    if carries(live.as_ref().map(|l| &l.metadata), &hash) {
         return Ok(Applied::Unchanged);
     }
     let mut value =
@@ -78,4 +86,10 @@ where
     } else {
         Applied::Created
     })
+}
+
+fn carries(live: Option<&kube::api::ObjectMeta>, hash: &str) -> bool {
+    live.and_then(|m| m.annotations.as_ref())
+        .and_then(|a| a.get(DESIRED_HASH))
+        .is_some_and(|h| h == hash)
 }

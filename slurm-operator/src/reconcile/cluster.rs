@@ -1,13 +1,12 @@
 //! The Slurm side of a cluster as a reconciler sees it: its client (through the oldest RestApi
 //! of the Controller) and its node view.
 
-use kube::api::ListParams;
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
 use secrecy::ExposeSecret;
 use slurm_client::Client;
 
 use super::{Context, Error, secrets};
-use crate::crd::{Controller, RestApi};
+use crate::crd::Controller;
 use crate::render::hash::checksum;
 use crate::slurm::{ClusterKey, Endpoint};
 
@@ -20,16 +19,13 @@ pub fn key(controller: &Controller) -> ClusterKey {
 }
 
 /// The Slurm client of `controller`'s cluster; `Ok(None)` when the cluster has no RestApi.
-pub async fn client(ctx: &Context, controller: &Controller) -> Result<Option<Client>, Error> {
+pub fn client(ctx: &Context, controller: &Controller) -> Result<Option<Client>, Error> {
     let ns = controller.namespace().ok_or(Error::Unnamed)?;
-    let restapis: Api<RestApi> = Api::namespaced(ctx.client.clone(), &ns);
-    let mut ours: Vec<RestApi> = restapis
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|r| r.spec.controller_ref.name == controller.name_any())
-        .collect();
+    let name = controller.name_any();
+    let mut ours = ctx
+        .cache
+        .restapis
+        .list(&ns, |r| r.spec.controller_ref.name == name);
     // The oldest one, as Slinky's operator picks it: stable while others come and go.
     ours.sort_by_key(|r| {
         (
@@ -44,7 +40,7 @@ pub async fn client(ctx: &Context, controller: &Controller) -> Result<Option<Cli
     let jwt_ref = controller.spec.jwt_key_ref().ok_or_else(|| {
         Error::InvalidSpec("spec.jwtKeyRef is required to reach slurmrestd".into())
     })?;
-    let jwt_key = secrets::key(ctx, &ns, jwt_ref, "spec.jwtKeyRef").await?;
+    let jwt_key = secrets::key(ctx, &ns, jwt_ref, "spec.jwtKeyRef")?;
     let endpoint = Endpoint {
         url: format!("http://{}-restapi.{ns}:6820", restapi.name_any()),
         key_hash: checksum(jwt_key.expose_secret()),

@@ -1,14 +1,16 @@
-//! What every reconciler shares.
+//! What every reconciler of one scope shares: the clients, and the scope's [`Cache`].
 
 use std::sync::Arc;
 
 use kube::runtime::events::{Recorder, Reporter};
 use kube::{Client, Resource};
 
+use super::cache::Cache;
 use crate::slurm::SlurmClusters;
 use crate::telemetry::Metrics;
 
-/// The reconcilers' shared state.
+/// The reconcilers' shared state, one per scope (the clients inside are shared by all).
+#[derive(Clone)]
 pub struct Context {
     /// The API server.
     pub client: Client,
@@ -23,15 +25,18 @@ pub struct Context {
     /// Kubernetes node condition types whose `True` conditions become the drain reason of a
     /// cordoned node's Slurm nodes (`--propagated-node-conditions`).
     pub propagated_node_conditions: Vec<String>,
+    /// What the scope's watches hold; read instead of the API server (see [`super::cache`]).
+    pub cache: Cache,
 }
 
 impl Context {
-    /// A context for `client`, reporting events as `slurm-operator`.
+    /// A context for `client` and `cache`, reporting events as `slurm-operator`.
     pub fn new(
         client: Client,
         metrics: Arc<Metrics>,
         slurm: SlurmClusters,
         cluster_domain: String,
+        cache: Cache,
     ) -> Context {
         let reporter = Reporter {
             controller: "slurm-operator".into(),
@@ -44,6 +49,7 @@ impl Context {
             slurm,
             cluster_domain,
             propagated_node_conditions: Vec::new(),
+            cache,
         }
     }
 

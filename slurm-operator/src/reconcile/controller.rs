@@ -5,35 +5,29 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
-use kube::api::ListParams;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller as Runner};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
-use kube::{Api, ResourceExt};
 
 use super::apply::apply;
 use super::conditions::{self, Wanted};
-use super::{Context, Error, Scope, refs, secrets};
+use super::{Context, Error, refs, secrets};
 use crate::crd::{Accounting, Controller, NodeSet};
 use crate::render;
 
-/// Watches Controllers in `scope`, their children, and what they refer to.
-pub async fn run(scope: Scope, ctx: Arc<Context>) {
-    let wc = watcher::Config::default;
-    let runner = Runner::new(scope.api::<Controller>(&ctx.client), wc());
-    let store = runner.store();
+/// Watches Controllers in the context's scope, their children, and what they refer to.
+pub async fn run(ctx: Arc<Context>) {
+    let c = &ctx.cache;
+    let store = c.controllers.store();
     let (secret_store, cm_store) = (store.clone(), store.clone());
     let acct_store = store.clone();
-    let runner = runner
-        .owns(scope.api::<StatefulSet>(&ctx.client), wc())
-        .owns(scope.api::<Service>(&ctx.client), wc())
-        .owns(scope.api::<ConfigMap>(&ctx.client), wc())
-        .watches(scope.api::<NodeSet>(&ctx.client), wc(), |ns| {
-            refs::nodeset_controller(&ns)
-        })
-        .watches(scope.api::<Accounting>(&ctx.client), wc(), move |acct| {
+    let runner = Runner::for_stream(c.controllers.subscribe(), store)
+        .owns_stream(c.stateful_sets.subscribe())
+        .owns_stream(c.services.subscribe())
+        .owns_stream(c.config_maps.subscribe())
+        .watches_stream(c.nodesets.subscribe(), |ns| refs::nodeset_controller(&ns))
+        .watches_stream(c.accountings.subscribe(), move |acct| {
             acct_store
                 .state()
                 .iter()
@@ -44,10 +38,10 @@ pub async fn run(scope: Scope, ctx: Arc<Context>) {
                 .map(|c| ObjectRef::from_obj(&**c))
                 .collect::<Vec<_>>()
         })
-        .watches(scope.api::<Secret>(&ctx.client), wc(), move |s| {
+        .watches_stream(c.secrets.subscribe(), move |s| {
             refs::controllers_reading_secret(&secret_store, &s)
         })
-        .watches(scope.api::<ConfigMap>(&ctx.client), wc(), move |cm| {
+        .watches_stream(c.config_maps.subscribe(), move |cm| {
             refs::controllers_mounting(&cm_store, &cm)
         });
     super::run("controller", runner, ctx, reconcile).await;
@@ -64,7 +58,7 @@ async fn reconcile(controller: Arc<Controller>, ctx: Arc<Context>) -> Result<Act
     result.map(|()| Action::requeue(Duration::from_secs(600)))
 }
 
-/// What a Controller's children are made from, fetched from the API server.
+/// What a Controller's children are made from, read from the cache.
 pub struct Fetched {
     /// The NodeSets that name this Controller, sorted by name.
     pub nodesets: Vec<NodeSet>,
@@ -76,39 +70,45 @@ pub struct Fetched {
     pub secrets: Vec<Secret>,
 }
 
+/// The NodeSets of the cluster of `controller` (not being deleted), sorted by name.
+pub fn nodesets_of(ctx: &Context, controller: &Controller) -> Vec<NodeSet> {
+    let name = controller.name_any();
+    let mut nodesets: Vec<NodeSet> = ctx
+        .cache
+        .nodesets
+        .list(&controller.namespace().unwrap_or_default(), |n| {
+            n.spec.controller_ref.name == name && n.metadata.deletion_timestamp.is_none()
+        })
+        .iter()
+        .map(|n| (**n).clone())
+        .collect();
+    nodesets.sort_by_key(|n| n.name_any());
+    nodesets
+}
+
 /// Reads everything `controller` refers to; a missing reference is an error that names it
 /// (the children then stay as they are: nothing is rendered from a guess).
 pub async fn fetch(ctx: &Context, controller: &Controller) -> Result<Fetched, Error> {
     let ns = controller.namespace().ok_or(Error::Unnamed)?;
-    let name = controller.name_any();
-    let nodesets: Api<NodeSet> = Api::namespaced(ctx.client.clone(), &ns);
-    let mut nodesets: Vec<NodeSet> = nodesets
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|n| n.spec.controller_ref.name == name && n.metadata.deletion_timestamp.is_none())
-        .collect();
-    nodesets.sort_by_key(|n| n.name_any());
+    let nodesets = nodesets_of(ctx, controller);
     let accounting = match &controller.spec.accounting_ref {
-        Some(r) if !r.name.is_empty() => {
-            let api: Api<Accounting> = Api::namespaced(ctx.client.clone(), &ns);
-            Some(
-                api.get_opt(&r.name)
-                    .await?
-                    .ok_or_else(|| Error::MissingReference {
-                        kind: "Accounting",
-                        namespace: ns.clone(),
-                        name: r.name.clone(),
-                        field: "spec.accountingRef",
-                    })?,
-            )
-        }
+        Some(r) if !r.name.is_empty() => Some(
+            ctx.cache
+                .accountings
+                .get(&ns, &r.name)
+                .map(|a| (*a).clone())
+                .ok_or_else(|| Error::MissingReference {
+                    kind: "Accounting",
+                    namespace: ns.clone(),
+                    name: r.name.clone(),
+                    field: "spec.accountingRef",
+                })?,
+        ),
         _ => None,
     };
     let mut config_maps = Vec::new();
     for cm in refs::controller_config_maps(controller) {
-        config_maps.push(secrets::config_map(ctx, &ns, cm, "spec.configFileRefs").await?);
+        config_maps.push(secrets::config_map(ctx, &ns, cm, "spec.configFileRefs")?);
     }
     let mut fetched_secrets = Vec::new();
     if !controller.spec.external {
@@ -118,10 +118,15 @@ pub async fn fetch(ctx: &Context, controller: &Controller) -> Result<Fetched, Er
         let jwt_key = controller.spec.jwt_key_ref().ok_or_else(|| {
             Error::InvalidSpec("spec.jwtKeyRef is required unless spec.external".into())
         })?;
-        secrets::key(ctx, &ns, slurm_key, "spec.slurmKeyRef").await?;
-        secrets::key(ctx, &ns, jwt_key, "spec.jwtKeyRef").await?;
-        fetched_secrets.push(secrets::secret(ctx, &ns, &slurm_key.name, "spec.slurmKeyRef").await?);
-        fetched_secrets.push(secrets::secret(ctx, &ns, &jwt_key.name, "spec.jwtKeyRef").await?);
+        secrets::key(ctx, &ns, slurm_key, "spec.slurmKeyRef")?;
+        secrets::key(ctx, &ns, jwt_key, "spec.jwtKeyRef")?;
+        fetched_secrets.push(secrets::secret(
+            ctx,
+            &ns,
+            &slurm_key.name,
+            "spec.slurmKeyRef",
+        )?);
+        fetched_secrets.push(secrets::secret(ctx, &ns, &jwt_key.name, "spec.jwtKeyRef")?);
     }
     Ok(Fetched {
         nodesets,
@@ -143,13 +148,13 @@ async fn sync(controller: &Controller, ctx: &Context) -> Result<(), Error> {
         },
     )?;
     for obj in children.config_maps {
-        apply(&ctx.client, obj).await?;
+        apply(ctx, obj).await?;
     }
     for obj in children.services {
-        apply(&ctx.client, obj).await?;
+        apply(ctx, obj).await?;
     }
     for obj in children.stateful_sets {
-        apply(&ctx.client, obj).await?;
+        apply(ctx, obj).await?;
     }
     Ok(())
 }

@@ -13,39 +13,36 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller as Runner};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::apply::{FIELD_MANAGER, apply};
 use super::conditions::{self, Wanted};
 use super::restapi::controller_of;
-use super::{Context, Error, Scope, secrets};
-use crate::crd::{Controller, LoginSet};
+use super::{Context, Error, secrets};
+use crate::crd::LoginSet;
 use crate::render::{self, labels};
 
 /// Size of the generated RSA host key: 3072 bits (ssh-keygen's default). The workspace builds
 /// the big-number crates optimised in debug builds too, so tests pay about a second for it.
 pub const RSA_BITS: usize = 3072;
 
-/// Watches LoginSets in `scope`, their children, their Controllers and their `sssdConfRef`
-/// Secrets.
-pub async fn run(scope: Scope, ctx: Arc<Context>) {
-    let wc = watcher::Config::default;
-    let runner = Runner::new(scope.api::<LoginSet>(&ctx.client), wc());
-    let by_controller = runner.store();
-    let by_secret = runner.store();
-    let runner = runner
-        .owns(scope.api::<Deployment>(&ctx.client), wc())
-        .owns(scope.api::<Service>(&ctx.client), wc())
-        .owns(scope.api::<ConfigMap>(&ctx.client), wc())
-        .owns(scope.api::<Secret>(&ctx.client), wc())
-        .watches(scope.api::<Controller>(&ctx.client), wc(), move |c| {
+/// Watches LoginSets in the context's scope, their children, their Controllers and their
+/// `sssdConfRef` Secrets.
+pub async fn run(ctx: Arc<Context>) {
+    let cache = &ctx.cache;
+    let by_controller = cache.loginsets.store();
+    let by_secret = cache.loginsets.store();
+    let runner = Runner::for_stream(cache.loginsets.subscribe(), cache.loginsets.store())
+        .owns_stream(cache.deployments.subscribe())
+        .owns_stream(cache.services.subscribe())
+        .owns_stream(cache.config_maps.subscribe())
+        .owns_stream(cache.secrets.subscribe())
+        .watches_stream(cache.controllers.subscribe(), move |c| {
             by_controller
                 .state()
                 .iter()
@@ -55,7 +52,7 @@ pub async fn run(scope: Scope, ctx: Arc<Context>) {
                 .map(|l| ObjectRef::from_obj(&**l))
                 .collect::<Vec<_>>()
         })
-        .watches(scope.api::<Secret>(&ctx.client), wc(), move |s| {
+        .watches_stream(cache.secrets.subscribe(), move |s| {
             by_secret
                 .state()
                 .iter()
@@ -85,20 +82,20 @@ async fn reconcile(loginset: Arc<LoginSet>, ctx: Arc<Context>) -> Result<Action,
 async fn sync(loginset: &LoginSet, ctx: &Context) -> Result<(), Error> {
     let ns = loginset.namespace().ok_or(Error::Unnamed)?;
     let name = loginset.name_any();
-    let controller = controller_of(ctx, &ns, &loginset.spec.controller_ref.name).await?;
+    let controller = controller_of(ctx, &ns, &loginset.spec.controller_ref.name)?;
     let mut secrets_read = vec![host_keys(loginset, ctx, &ns).await?];
     let sssd = &loginset.spec.sssd_conf_ref;
     if sssd.name.is_empty() {
         return Err(Error::InvalidSpec("spec.sssdConfRef.name is empty".into()));
     }
-    secrets::key(ctx, &ns, sssd, "spec.sssdConfRef").await?;
-    secrets_read.push(secrets::secret(ctx, &ns, &sssd.name, "spec.sssdConfRef").await?);
+    secrets::key(ctx, &ns, sssd, "spec.sssdConfRef")?;
+    secrets_read.push(secrets::secret(ctx, &ns, &sssd.name, "spec.sssdConfRef")?);
 
     let children =
         render::loginset::render(loginset, &controller, &secrets_read, &ctx.cluster_domain)?;
-    apply(&ctx.client, children.config_map).await?;
-    apply(&ctx.client, children.service).await?;
-    apply(&ctx.client, children.deployment).await?;
+    apply(ctx, children.config_map).await?;
+    apply(ctx, children.service).await?;
+    apply(ctx, children.deployment).await?;
     status(loginset, ctx, &ns, &name).await
 }
 
@@ -106,6 +103,10 @@ async fn sync(loginset: &LoginSet, ctx: &Context) -> Result<(), Error> {
 /// is never changed (it is immutable), whatever it holds.
 async fn host_keys(loginset: &LoginSet, ctx: &Context, ns: &str) -> Result<Secret, Error> {
     let name = render::loginset::host_keys_name(&loginset.name_any());
+    if let Some(secret) = ctx.cache.secrets.get(ns, &name) {
+        return Ok((*secret).clone());
+    }
+    // Direct before generating: the store may not hold the keys created a moment ago.
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
     if let Some(secret) = api.get_opt(&name).await? {
         return Ok(secret);
@@ -200,11 +201,11 @@ pub fn generate_host_keys(comment: &str) -> Result<BTreeMap<String, ByteString>,
 /// `status.replicas` from the Deployment and `status.selector` for the scale subresource,
 /// written only when they change.
 async fn status(loginset: &LoginSet, ctx: &Context, ns: &str, name: &str) -> Result<(), Error> {
-    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), ns);
-    let replicas = deployments
-        .get_opt(name)
-        .await?
-        .and_then(|d| d.status)
+    let replicas = ctx
+        .cache
+        .deployments
+        .get(ns, name)
+        .and_then(|d| d.status.clone())
         .and_then(|s| s.replicas)
         .unwrap_or(0);
     let selector =

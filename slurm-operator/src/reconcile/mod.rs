@@ -1,8 +1,22 @@
 //! The reconcilers: one file per kind, each `fetch → render/plan → apply → status`, sharing a
 //! [`Context`], one [`Error`] type, server-side [`apply`] and the run loop below.
+//!
+//! They fetch from the scope's [`cache`] (one watch per kind, shared by all reconcilers), not
+//! from the API server: a pass over a resource whose children are as they should be sends no
+//! request at all, and every write is skipped when the object already says what it would write
+//! (children by their applied hash, status and conditions by comparison). Reads that stay
+//! direct, each because a store may not hold the operator's own write of a moment ago:
+//! - a child's metadata when the cached hash differs, right before the apply ([`apply`]);
+//! - a NodeSet's pods and ControllerRevisions when the cached ones call for any change: the
+//!   changes (creates, drains, deletes, status) are planned from the direct listing;
+//! - the Token's Secret when the cached token would be replaced;
+//! - the LoginSet's host-key Secret when the store has none, before keys are generated;
+//! - Slurm node reads right before a drain, an undrain, a delete or a record prune (Slurm's
+//!   side, [`crate::slurm`], is polled on its own).
 
 pub mod accounting;
 pub mod apply;
+pub mod cache;
 pub mod cluster;
 pub mod conditions;
 pub mod context;

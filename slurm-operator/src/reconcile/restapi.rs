@@ -3,28 +3,24 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Service;
+use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller as Runner};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
-use kube::{Api, ResourceExt};
 
 use super::apply::apply;
 use super::conditions::{self, Wanted};
-use super::{Context, Error, Scope};
+use super::{Context, Error};
 use crate::crd::{Controller, RestApi};
 use crate::render;
 
-/// Watches RestApis in `scope`, their children, and their Controllers.
-pub async fn run(scope: Scope, ctx: Arc<Context>) {
-    let wc = watcher::Config::default;
-    let runner = Runner::new(scope.api::<RestApi>(&ctx.client), wc());
-    let store = runner.store();
-    let runner = runner
-        .owns(scope.api::<Deployment>(&ctx.client), wc())
-        .owns(scope.api::<Service>(&ctx.client), wc())
-        .watches(scope.api::<Controller>(&ctx.client), wc(), move |c| {
+/// Watches RestApis in the context's scope, their children, and their Controllers.
+pub async fn run(ctx: Arc<Context>) {
+    let cache = &ctx.cache;
+    let store = cache.restapis.store();
+    let runner = Runner::for_stream(cache.restapis.subscribe(), store.clone())
+        .owns_stream(cache.deployments.subscribe())
+        .owns_stream(cache.services.subscribe())
+        .watches_stream(cache.controllers.subscribe(), move |c| {
             store
                 .state()
                 .iter()
@@ -48,20 +44,17 @@ async fn reconcile(restapi: Arc<RestApi>, ctx: Arc<Context>) -> Result<Action, E
     result.map(|()| Action::requeue(Duration::from_secs(600)))
 }
 
-/// The Controller named by `controllerRef` of an object in `namespace`.
-pub async fn controller_of(
-    ctx: &Context,
-    namespace: &str,
-    name: &str,
-) -> Result<Controller, Error> {
+/// The Controller named by `controllerRef` of an object in `namespace`, from the cache.
+pub fn controller_of(ctx: &Context, namespace: &str, name: &str) -> Result<Controller, Error> {
     if name.is_empty() {
         return Err(Error::InvalidSpec(
             "spec.controllerRef.name is empty".into(),
         ));
     }
-    let api: Api<Controller> = Api::namespaced(ctx.client.clone(), namespace);
-    api.get_opt(name)
-        .await?
+    ctx.cache
+        .controllers
+        .get(namespace, name)
+        .map(|c| (*c).clone())
         .ok_or_else(|| Error::MissingReference {
             kind: "Controller",
             namespace: namespace.into(),
@@ -72,9 +65,9 @@ pub async fn controller_of(
 
 async fn sync(restapi: &RestApi, ctx: &Context) -> Result<(), Error> {
     let ns = restapi.namespace().ok_or(Error::Unnamed)?;
-    let controller = controller_of(ctx, &ns, &restapi.spec.controller_ref.name).await?;
+    let controller = controller_of(ctx, &ns, &restapi.spec.controller_ref.name)?;
     let (deployment, service) = render::restapi::render(restapi, &controller)?;
-    apply(&ctx.client, service).await?;
-    apply(&ctx.client, deployment).await?;
+    apply(ctx, service).await?;
+    apply(ctx, deployment).await?;
     Ok(())
 }

@@ -1,20 +1,20 @@
-//! Reading the keys the resources refer to (Secrets, ConfigMaps in the same namespace), with
-//! errors that name the reference and never the value.
+//! Reading the keys the resources refer to (Secrets, ConfigMaps in the same namespace) from the
+//! cache, with errors that name the reference and never the value. A reference that appears
+//! later wakes its resource through the same watch that fills the store.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, SecretKeySelector};
-use kube::Api;
 use secrecy::SecretSlice;
 
 use super::{Context, Error};
 
 /// The bytes under `selector` in a Secret of `namespace`.
-pub async fn key(
+pub fn key(
     ctx: &Context,
     namespace: &str,
     selector: &SecretKeySelector,
     field: &'static str,
 ) -> Result<SecretSlice<u8>, Error> {
-    let secret = secret(ctx, namespace, &selector.name, field).await?;
+    let secret = secret(ctx, namespace, &selector.name, field)?;
     let value = secret
         .data
         .as_ref()
@@ -43,15 +43,16 @@ pub async fn key(
 }
 
 /// The Secret `name` of `namespace`, or [`Error::MissingReference`].
-pub async fn secret(
+pub fn secret(
     ctx: &Context,
     namespace: &str,
     name: &str,
     field: &'static str,
 ) -> Result<Secret, Error> {
-    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
-    api.get_opt(name)
-        .await?
+    ctx.cache
+        .secrets
+        .get(namespace, name)
+        .map(|s| (*s).clone())
         .ok_or_else(|| Error::MissingReference {
             kind: "Secret",
             namespace: namespace.into(),
@@ -61,15 +62,16 @@ pub async fn secret(
 }
 
 /// The ConfigMap `name` of `namespace`, or [`Error::MissingReference`].
-pub async fn config_map(
+pub fn config_map(
     ctx: &Context,
     namespace: &str,
     name: &str,
     field: &'static str,
 ) -> Result<ConfigMap, Error> {
-    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
-    api.get_opt(name)
-        .await?
+    ctx.cache
+        .config_maps
+        .get(namespace, name)
+        .map(|c| (*c).clone())
         .ok_or_else(|| Error::MissingReference {
             kind: "ConfigMap",
             namespace: namespace.into(),

@@ -9,14 +9,13 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use secrecy::{ExposeSecret, SecretString};
 use slurm_client::{JwtClaims, mint_hs256, verify_hs256};
 
 use super::apply::{FIELD_MANAGER, apply};
 use super::conditions::{self, Wanted};
-use super::{Context, Error, Scope};
+use super::{Context, Error};
 use crate::crd::Token;
 use crate::render;
 
@@ -83,10 +82,11 @@ pub fn mint(key: &[u8], user: &str, lifetime: Duration, now: u64) -> SecretStrin
     mint_hs256(key, &claims)
 }
 
-/// Watches Tokens (and the Secrets they own) in `scope`.
-pub async fn run(scope: Scope, ctx: Arc<Context>) {
-    let controller = Controller::new(scope.api::<Token>(&ctx.client), watcher::Config::default())
-        .owns(scope.api::<Secret>(&ctx.client), watcher::Config::default());
+/// Watches Tokens (and the Secrets they own) in the context's scope.
+pub async fn run(ctx: Arc<Context>) {
+    let cache = &ctx.cache;
+    let controller = Controller::for_stream(cache.tokens.subscribe(), cache.tokens.store())
+        .owns_stream(cache.secrets.subscribe());
     super::run("token", controller, ctx, reconcile).await;
 }
 
@@ -106,30 +106,36 @@ async fn sync(token: &Token, ctx: &Context) -> Result<Action, Error> {
     let key_ref = token.spec.jwt_key_ref().ok_or_else(|| {
         Error::InvalidSpec("spec.jwtKeyRef (or spec.jwtHs256KeyRef) is required".into())
     })?;
-    let key = super::secrets::key(ctx, &namespace, key_ref, "spec.jwtKeyRef").await?;
+    let key = super::secrets::key(ctx, &namespace, key_ref, "spec.jwtKeyRef")?;
     let lifetime = token.spec.lifetime();
     let location = token.spec.secret_ref(&token.name_any());
     let (secret_name, secret_key) = (location.name.clone(), location.key.clone());
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
-    let stored = secrets.get_opt(&secret_name).await?;
-    let stored_token = stored
-        .as_ref()
-        .and_then(|s| s.data.as_ref())
-        .and_then(|d| d.get(&secret_key))
-        .and_then(|v| String::from_utf8(v.0.clone()).ok());
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs();
     let refresh = token.spec.refresh();
-    match decide(
-        stored_token.as_deref(),
-        key.expose_secret(),
-        &token.spec.username,
-        lifetime,
-        refresh,
-        now,
-    ) {
+    let decide_on = |stored: Option<&Secret>| {
+        let stored_token = stored
+            .and_then(|s| s.data.as_ref())
+            .and_then(|d| d.get(&secret_key))
+            .and_then(|v| String::from_utf8(v.0.clone()).ok());
+        decide(
+            stored_token.as_deref(),
+            key.expose_secret(),
+            &token.spec.username,
+            lifetime,
+            refresh,
+            now,
+        )
+    };
+    let mut decision = decide_on(ctx.cache.secrets.get(&namespace, &secret_name).as_deref());
+    if decision == Decision::Mint {
+        // Direct before minting: the store may not hold the token minted a moment ago yet.
+        let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
+        decision = decide_on(secrets.get_opt(&secret_name).await?.as_ref());
+    }
+    match decision {
         Decision::Keep {
             refresh_at,
             issued_at,
@@ -144,7 +150,7 @@ async fn sync(token: &Token, ctx: &Context) -> Result<Action, Error> {
         Decision::Mint => {
             let jwt = mint(key.expose_secret(), &token.spec.username, lifetime, now);
             let secret = render::token::secret(token, &jwt)?;
-            apply(&ctx.client, secret).await?;
+            apply(ctx, secret).await?;
             ctx.event(
                 token,
                 false,

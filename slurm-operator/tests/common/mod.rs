@@ -21,6 +21,12 @@ pub use test_support::ground::{Ground, InsideProcess, Namespace};
 /// The operator, built by cargo for the integration tests.
 pub const OPERATOR: &str = env!("CARGO_BIN_EXE_slurm-operator");
 
+/// The binary [`TestEnv::start_operator`] runs: [`OPERATOR`], or `SLURM_OPERATOR_BIN` when set
+/// (the bench compares another build this way).
+pub fn operator_bin() -> String {
+    std::env::var("SLURM_OPERATOR_BIN").unwrap_or_else(|_| OPERATOR.into())
+}
+
 /// The ground, one for the whole test binary.
 pub fn ground() -> &'static Ground {
     Ground::shared()
@@ -155,7 +161,7 @@ impl TestEnv {
         }
         args.extend_from_slice(extra_args);
         let log = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
-        let process = ground().spawn_inside(OPERATOR, &args, &[("RUST_LOG", &log)]);
+        let process = ground().spawn_inside(operator_bin(), &args, &[("RUST_LOG", &log)]);
         self.operator.insert(process)
     }
 

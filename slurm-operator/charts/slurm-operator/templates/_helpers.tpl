@@ -149,13 +149,14 @@ namespace, else into a Role per watched namespace.
   resources: ["statefulsets", "deployments"]
   verbs: ["get", "list", "watch", "create", "patch"]
 # NodeSet history: a revision per pod template, renumbered when a template comes back, old ones
-# deleted beyond revisionHistoryLimit.
+# deleted beyond revisionHistoryLimit; watched into the operator's cache.
 - apiGroups: ["apps"]
   resources: ["controllerrevisions"]
-  verbs: ["list", "create", "patch", "delete"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
+# The cluster's worker PDB: applied, watched (metadata) into the cache.
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
-  verbs: ["get", "create", "patch"]
+  verbs: ["get", "list", "watch", "create", "patch"]
 # NodeSet pods: created directly, listed by label, annotated, deleted after the drain.
 - apiGroups: [""]
   resources: ["pods"]
@@ -172,9 +173,9 @@ namespace, else into a Role per watched namespace.
   verbs: ["create", "patch"]
 {{- end }}
 
-{{/* What the operator calls on cluster-scoped resources: Kubernetes nodes (cordon, DaemonSet mode). */}}
+{{/* What the operator calls on cluster-scoped resources: Kubernetes nodes (cordon, DaemonSet mode), watched into its cache. */}}
 {{- define "slurm-operator.rules.cluster" -}}
 - apiGroups: [""]
   resources: ["nodes"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 {{- end }}

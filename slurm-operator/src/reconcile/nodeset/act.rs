@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use slurm_client::model::{Node, NodeStateChange, NodeUpdate};
@@ -45,6 +45,27 @@ pub(super) fn patch_params() -> PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..PatchParams::default()
     }
+}
+
+/// Whether `plan` would change anything beyond the Slurm-independent cluster objects and the
+/// history (which check the cache themselves): a pod or Slurm action, a pod condition or the
+/// NodeSet status. `pods` are those the plan was made from.
+pub fn has_work(nodeset: &NodeSet, revision: &str, pods: &[Pod], plan: &Plan) -> bool {
+    let acts = !(plan.create.is_empty()
+        && plan.create_daemon.is_empty()
+        && plan.delete.is_empty()
+        && plan.annotations.is_empty()
+        && plan.drain.is_empty()
+        && plan.undrain.is_empty()
+        && plan.protect.is_empty()
+        && plan.comments.is_empty()
+        && plan.prune.is_empty());
+    acts || status_patch(nodeset, revision, plan).is_some()
+        || plan.conditions.iter().any(|c| {
+            pods.iter()
+                .find(|p| p.name_any() == c.pod)
+                .is_some_and(|p| conditions_patch(p, c).is_some())
+        })
 }
 
 /// Applies `plan`; the first error is returned after every independent step was tried.
@@ -373,21 +394,10 @@ async fn still_as_seen(
 
 /// The cluster's headless worker Service and PDB, owned by all of its NodeSets.
 async fn cluster_objects(ctx: &Context, controller: &Controller) -> Result<(), Error> {
-    let ns = controller.namespace().ok_or(Error::Unnamed)?;
-    let api: Api<NodeSet> = Api::namespaced(ctx.client.clone(), &ns);
-    let nodesets: Vec<NodeSet> = api
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|n| {
-            n.spec.controller_ref.name == controller.name_any()
-                && n.metadata.deletion_timestamp.is_none()
-        })
-        .collect();
+    let nodesets = crate::reconcile::controller::nodesets_of(ctx, controller);
     let (service, pdb) = render::workers::render(controller, &nodesets)?;
-    apply(&ctx.client, service).await?;
-    apply(&ctx.client, pdb).await?;
+    apply(ctx, service).await?;
+    apply(ctx, pdb).await?;
     Ok(())
 }
 
@@ -446,6 +456,17 @@ async fn delete(
 }
 
 async fn pod_conditions(pods: &Api<Pod>, pod: &Pod, wanted: &PodConditions) -> Result<(), Error> {
+    let Some(patch) = conditions_patch(pod, wanted) else {
+        return Ok(());
+    };
+    pods.patch_status(&pod.name_any(), &patch_params(), &Patch::Strategic(patch))
+        .await?;
+    Ok(())
+}
+
+/// The strategic merge patch that gives `pod` the `wanted` Slurm conditions; `None` when it
+/// has them.
+fn conditions_patch(pod: &Pod, wanted: &PodConditions) -> Option<serde_json::Value> {
     let current: Vec<PodCondition> = pod
         .status
         .as_ref()
@@ -462,7 +483,7 @@ async fn pod_conditions(pods: &Api<Pod>, pod: &Pod, wanted: &PodConditions) -> R
         .map(|c| (c.type_.as_str(), c.message.as_str()))
         .collect();
     if ours_now == ours_wanted {
-        return Ok(());
+        return None;
     }
     // A strategic merge patch keyed by condition type touches only our conditions: a merge patch
     // would replace the whole list from this (possibly stale) view and could turn the kubelet's
@@ -485,10 +506,7 @@ async fn pod_conditions(pods: &Api<Pod>, pod: &Pod, wanted: &PodConditions) -> R
             }));
         }
     }
-    let patch = json!({ "status": { "conditions": entries } });
-    pods.patch_status(&pod.name_any(), &patch_params(), &Patch::Strategic(patch))
-        .await?;
-    Ok(())
+    Some(json!({ "status": { "conditions": entries } }))
 }
 
 async fn status(
@@ -497,6 +515,23 @@ async fn status(
     revision: &str,
     plan: &Plan,
 ) -> Result<(), Error> {
+    let Some(body) = status_patch(nodeset, revision, plan) else {
+        return Ok(());
+    };
+    let api: Api<NodeSet> =
+        Api::namespaced(ctx.client.clone(), &nodeset.namespace().unwrap_or_default());
+    api.patch_status(
+        &nodeset.name_any(),
+        &patch_params(),
+        &Patch::Merge(json!({ "status": body })),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The NodeSet status the plan's counters make, as a merge patch body; `None` when the status
+/// already says so.
+fn status_patch(nodeset: &NodeSet, revision: &str, plan: &Plan) -> Option<serde_json::Value> {
     let c = &plan.status;
     let old = nodeset.status.clone().unwrap_or_default();
     let mut new = old.clone();
@@ -519,11 +554,11 @@ async fn status(
         &nodeset.name_any(),
     ));
     if new == old {
-        return Ok(());
+        return None;
     }
     // Every counter is written, zeros too (a merge patch leaves out what it does not name);
     // conditions belong to the conditions module.
-    let body = json!({
+    Some(json!({
         "replicas": new.replicas,
         "updatedReplicas": new.updated_replicas,
         "readyReplicas": new.ready_replicas,
@@ -537,16 +572,7 @@ async fn status(
         "observedGeneration": new.observed_generation,
         "nodeSetHash": new.node_set_hash,
         "selector": new.selector,
-    });
-    let api: Api<NodeSet> =
-        Api::namespaced(ctx.client.clone(), &nodeset.namespace().unwrap_or_default());
-    api.patch_status(
-        &nodeset.name_any(),
-        &patch_params(),
-        &Patch::Merge(json!({ "status": body })),
-    )
-    .await?;
-    Ok(())
+    }))
 }
 
 /// Adds `kubernetes.io/hostname In [<label>]` to the DaemonSet pod's node-name pin: the same

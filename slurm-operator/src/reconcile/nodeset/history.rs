@@ -1,5 +1,7 @@
-//! The NodeSet's ControllerRevisions, kept as [`crate::planner::history`] decides: listed by the
-//! worker selector each reconcile (a read), written only when the template changed.
+//! The NodeSet's ControllerRevisions, kept as [`crate::planner::history`] decides: read from
+//! the cache, and listed directly (by the worker selector) only when the cached ones call for a
+//! change, which is then decided from that listing (it holds a revision made a moment ago).
+//! Written only when the template changed.
 
 use std::collections::BTreeSet;
 
@@ -32,33 +34,37 @@ pub async fn sync(
     let api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
     let labels = selector_labels(Component::Worker, &name);
     let selector = render::labels::selector_string(&labels);
-    let owned: Vec<ControllerRevision> = api
-        .list(&ListParams::default().labels(&selector))
-        .await?
-        .items
-        .into_iter()
-        .filter(|r| {
-            r.owner_references()
+    let ours = |r: &ControllerRevision| {
+        labels.iter().all(|(k, v)| r.labels().get(k) == Some(v))
+            && r.owner_references()
                 .iter()
                 .any(|o| o.controller == Some(true) && o.uid == uid)
-        })
-        .collect();
-    let existing: Vec<Revision> = owned
-        .iter()
-        .filter_map(|r| {
-            Some(Revision {
-                name: r.name_any(),
-                hash: r.labels().get(LABEL_CONTROLLER_REVISION_HASH)?.clone(),
-                revision: r.revision,
-            })
-        })
-        .collect();
+    };
     let in_use: BTreeSet<String> = pods
         .iter()
         .filter_map(|p| p.labels().get(LABEL_CONTROLLER_REVISION_HASH).cloned())
         .collect();
     let limit = nodeset.spec.revision_history_limit;
-    for action in history_actions(&name, &existing, revision, &in_use, limit) {
+    let actions = |owned: &[&ControllerRevision]| {
+        let existing: Vec<Revision> = owned
+            .iter()
+            .filter_map(|r| {
+                Some(Revision {
+                    name: r.name_any(),
+                    hash: r.labels().get(LABEL_CONTROLLER_REVISION_HASH)?.clone(),
+                    revision: r.revision,
+                })
+            })
+            .collect();
+        history_actions(&name, &existing, revision, &in_use, limit)
+    };
+    let cached = ctx.cache.revisions.list(&ns, ours);
+    if actions(&cached.iter().map(|r| &**r).collect::<Vec<_>>()).is_empty() {
+        return Ok(());
+    }
+    let listed = api.list(&ListParams::default().labels(&selector)).await?;
+    let owned: Vec<&ControllerRevision> = listed.items.iter().filter(|r| ours(r)).collect();
+    for action in actions(&owned) {
         let result = match action {
             HistoryAction::Create {
                 name,

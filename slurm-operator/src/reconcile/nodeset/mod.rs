@@ -5,6 +5,12 @@
 //! [`act`]. Woken by the NodeSet, its pods, the
 //! Kubernetes nodes (cordon), its Controller, and the cluster's Slurm node changes and job
 //! deadline changes (`pod-deadline`, from the running jobs' time limits).
+//!
+//! A pass plans from the cache first; only when that plan would change something are the pods
+//! listed directly and the pass planned again from the listing, which holds the operator's own
+//! creates and deletes of a moment ago (a pod is never created, drained or deleted, nor the
+//! status written, from the cache alone). At rest a pass sends no request, and with nothing
+//! pending it comes back every [`crate::planner::RESYNC`].
 
 mod act;
 mod history;
@@ -17,33 +23,27 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::ListParams;
-use kube::runtime::controller::{Action, Controller as Runner};
-use kube::runtime::watcher;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 
 use super::conditions::{self, Wanted};
 use super::restapi::controller_of;
-use super::{Context, Error, Scope, cluster};
-use crate::crd::NodeSet;
+use super::{Context, Error, cluster};
 use crate::crd::nodeset::PruneSlurmNodeRecords;
-use crate::planner::{DaemonInput, PlanInput, SlurmView, daemon_plan, plan_scheduled};
+use crate::crd::{Controller, NodeSet};
+use crate::planner::{
+    DaemonInput, Plan, PlanInput, PodView, SlurmView, daemon_plan, plan_scheduled,
+};
 use crate::render;
 use crate::slurm::{ClusterKey, NodeView};
 
 pub use triggers::SlurmChanges;
 
-/// Watches NodeSets in `scope` with their pods, the nodes under them, their Controllers and
-/// the Slurm node changes of their clusters.
-pub async fn run(
-    scope: Scope,
-    ctx: Arc<Context>,
-    changes: tokio::sync::broadcast::Receiver<ClusterKey>,
-) {
-    let runner = Runner::new(
-        scope.api::<NodeSet>(&ctx.client),
-        watcher::Config::default(),
-    );
-    let runner = triggers::wire(runner, &scope, &ctx, changes);
+/// Watches NodeSets in the context's scope with their pods, the nodes under them, their
+/// Controllers and the Slurm node changes of their clusters.
+pub async fn run(ctx: Arc<Context>, changes: tokio::sync::broadcast::Receiver<ClusterKey>) {
+    let runner = triggers::wire(&ctx, changes);
     super::run("nodeset", runner, ctx, reconcile).await;
 }
 
@@ -69,8 +69,8 @@ async fn finalize(nodeset: &NodeSet, ctx: &Context) -> Result<(), Error> {
         return Ok(());
     }
     let ns = nodeset.namespace().ok_or(Error::Unnamed)?;
-    let slurm = match controller_of(ctx, &ns, &nodeset.spec.controller_ref.name).await {
-        Ok(controller) => match cluster::client(ctx, &controller).await {
+    let slurm = match controller_of(ctx, &ns, &nodeset.spec.controller_ref.name) {
+        Ok(controller) => match cluster::client(ctx, &controller) {
             Ok(client) => client,
             // Its key Secret is gone (a namespace being deleted): no client can be made.
             Err(Error::MissingReference { .. }) => None,
@@ -86,30 +86,10 @@ async fn finalize(nodeset: &NodeSet, ctx: &Context) -> Result<(), Error> {
 /// `wanted` receives conditions to set besides `Synced`.
 async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Result<Action, Error> {
     let ns = nodeset.namespace().ok_or(Error::Unnamed)?;
-    let name = nodeset.name_any();
-    let controller = controller_of(ctx, &ns, &nodeset.spec.controller_ref.name).await?;
-
-    let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
-    let selector = render::labels::selector_string(&render::labels::selector_labels(
-        render::labels::Component::Worker,
-        &name,
-    ));
-    let uid = nodeset.uid().unwrap_or_default();
-    let pods: Vec<Pod> = pods_api
-        .list(&ListParams::default().labels(&selector))
-        .await?
-        .items
-        .into_iter()
-        .filter(|p| {
-            p.owner_references()
-                .iter()
-                .any(|o| o.controller == Some(true) && o.uid == uid)
-        })
-        .collect();
+    let controller = controller_of(ctx, &ns, &nodeset.spec.controller_ref.name)?;
     let daemonset = nodeset.spec.is_daemonset();
-    let nodes = kube_nodes(ctx, &pods, daemonset).await?;
 
-    let slurm_client = cluster::client(ctx, &controller).await;
+    let slurm_client = cluster::client(ctx, &controller);
     let node_view = match &slurm_client {
         Ok(Some(_)) => ctx.slurm.nodes(&cluster::key(&controller)),
         Ok(None) => NodeView::Unknown,
@@ -125,64 +105,41 @@ async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Res
         (Ok(Some(_)), NodeView::Known(nodes)) => SlurmView::Nodes(nodes),
         _ => SlurmView::Unavailable,
     };
+    let slurm_nodes = match slurm {
+        SlurmView::Nodes(nodes) => Some(nodes),
+        _ => None,
+    };
 
     let revision = render::nodeset_pod::revision_hash(&nodeset.spec);
-    // Kept beside the pods, never in their way: a failure is reported after the plan ran.
-    let history = history::sync(ctx, nodeset, &pods, &revision).await;
-    let view = observe::nodeset_view(nodeset, &revision);
-    let pod_views: Vec<_> = pods
-        .iter()
-        .map(|p| {
-            observe::pod_view(
-                &name,
-                p,
-                &nodes,
-                nodeset.spec.scaling_mode,
-                &ctx.propagated_node_conditions,
-            )
-        })
-        .collect();
+    let pods = cached_pods(ctx, nodeset);
     // ScheduledUpdate's reservation; a lookup failure replaces nothing (fail closed).
-    let reserved = reservation::sync(
-        ctx,
+    let reserved = {
+        let nodes = kube_nodes(ctx, &pods, daemonset);
+        let views = pod_views(ctx, nodeset, &pods, &nodes);
+        let slurm = slurm_client.as_ref().ok().and_then(|c| c.as_ref());
+        reservation::sync(ctx, nodeset, slurm, &views, slurm_nodes).await
+    };
+    wanted.extend(reserved.condition.clone());
+    let observed = Observed {
         nodeset,
-        slurm_client.as_ref().ok().and_then(|c| c.as_ref()),
-        &pod_views,
-        match slurm {
-            SlurmView::Nodes(nodes) => Some(nodes),
-            _ => None,
-        },
-    )
-    .await;
-    wanted.extend(reserved.condition);
-    let input = PlanInput {
-        nodeset: &view,
-        pods: &pod_views,
+        controller: &controller,
+        revision: &revision,
         slurm,
         deadlines: deadlines.as_deref(),
-        now: jiff::Timestamp::now(),
+        reservation: reserved.replace_under.as_deref(),
     };
-    let plan = if daemonset {
-        // DaemonSet mode: every Kubernetes node against the template's constraints.
-        let template =
-            render::nodeset_pod::pod(nodeset, &controller, 0, &revision, &ctx.cluster_domain)?;
-        let kube_nodes: Vec<_> = nodes.values().map(observe::kube_node).collect();
-        let pod_nodes: HashMap<String, String> = pods
-            .iter()
-            .filter_map(|p| Some((p.name_any(), observe::pinned_node(p)?)))
-            .collect();
-        daemon_plan(&DaemonInput {
-            plan: input,
-            nodes: &kube_nodes,
-            placement: &observe::placement(&template.spec.unwrap_or_default()),
-            pod_nodes: &pod_nodes,
-            reservation: reserved.replace_under.as_deref(),
-            prune_node_records: nodeset.spec.prune_slurm_node_records
-                == PruneSlurmNodeRecords::NodeNotFound,
-        })
+    let mut plan = observed.plan(ctx, &pods)?;
+    // The cache says whether there is anything to do; what is done is planned from a direct
+    // listing, which holds the operator's own creates and deletes of a moment ago.
+    let pods = if act::has_work(nodeset, &revision, &pods, &plan) {
+        let fresh = listed_pods(ctx, nodeset).await?;
+        plan = observed.plan(ctx, &fresh)?;
+        fresh
     } else {
-        plan_scheduled(&input, reserved.replace_under.as_deref())
+        pods
     };
+    // Kept beside the pods, never in their way: a failure is reported after the plan ran.
+    let history = history::sync(ctx, nodeset, &pods, &revision).await;
     act::apply_plan(
         ctx,
         act::Target {
@@ -191,10 +148,7 @@ async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Res
             revision: &revision,
             pods: &pods,
             slurm: slurm_client.as_ref().ok().and_then(|c| c.as_ref()),
-            seen: match slurm {
-                SlurmView::Nodes(nodes) => Some(nodes),
-                _ => None,
-            },
+            seen: slurm_nodes,
         },
         &plan,
     )
@@ -214,28 +168,137 @@ async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Res
     Ok(Action::requeue(plan.requeue_after))
 }
 
-/// The Kubernetes nodes under `pods`, or every node (`all`, DaemonSet mode).
-async fn kube_nodes(
+/// What a plan is made from besides the pods.
+struct Observed<'a> {
+    nodeset: &'a NodeSet,
+    controller: &'a Controller,
+    revision: &'a str,
+    slurm: SlurmView<'a>,
+    deadlines: Option<&'a HashMap<String, jiff::Timestamp>>,
+    reservation: Option<&'a str>,
+}
+
+impl Observed<'_> {
+    /// The plan for `pods`, with the Kubernetes nodes from the cache.
+    fn plan(&self, ctx: &Context, pods: &[Pod]) -> Result<Plan, Error> {
+        let nodeset = self.nodeset;
+        let daemonset = nodeset.spec.is_daemonset();
+        let nodes = kube_nodes(ctx, pods, daemonset);
+        let view = observe::nodeset_view(nodeset, self.revision);
+        let pod_views = pod_views(ctx, nodeset, pods, &nodes);
+        let input = PlanInput {
+            nodeset: &view,
+            pods: &pod_views,
+            slurm: self.slurm,
+            deadlines: self.deadlines,
+            now: jiff::Timestamp::now(),
+        };
+        if !daemonset {
+            return Ok(plan_scheduled(&input, self.reservation));
+        }
+        // DaemonSet mode: every Kubernetes node against the template's constraints.
+        let template = render::nodeset_pod::pod(
+            nodeset,
+            self.controller,
+            0,
+            self.revision,
+            &ctx.cluster_domain,
+        )?;
+        let kube_nodes: Vec<_> = nodes.values().map(observe::kube_node).collect();
+        let pod_nodes: HashMap<String, String> = pods
+            .iter()
+            .filter_map(|p| Some((p.name_any(), observe::pinned_node(p)?)))
+            .collect();
+        Ok(daemon_plan(&DaemonInput {
+            plan: input,
+            nodes: &kube_nodes,
+            placement: &observe::placement(&template.spec.unwrap_or_default()),
+            pod_nodes: &pod_nodes,
+            reservation: self.reservation,
+            prune_node_records: nodeset.spec.prune_slurm_node_records
+                == PruneSlurmNodeRecords::NodeNotFound,
+        }))
+    }
+}
+
+fn pod_views(
     ctx: &Context,
+    nodeset: &NodeSet,
     pods: &[Pod],
-    all: bool,
-) -> Result<HashMap<String, Node>, Error> {
-    let api: Api<Node> = Api::all(ctx.client.clone());
-    if all {
-        let nodes = api.list(&ListParams::default()).await?.items;
-        return Ok(nodes.into_iter().map(|n| (n.name_any(), n)).collect());
-    }
-    let mut nodes = HashMap::new();
-    for name in pods
+    nodes: &HashMap<String, Node>,
+) -> Vec<PodView> {
+    let name = nodeset.name_any();
+    pods.iter()
+        .map(|p| {
+            observe::pod_view(
+                &name,
+                p,
+                nodes,
+                nodeset.spec.scaling_mode,
+                &ctx.propagated_node_conditions,
+            )
+        })
+        .collect()
+}
+
+/// Whether `pod` is one of `nodeset`'s (its controller owner reference).
+fn owned_by(pod: &Pod, uid: &str) -> bool {
+    pod.owner_references()
         .iter()
-        .filter_map(|p| p.spec.as_ref()?.node_name.clone())
-    {
-        if nodes.contains_key(&name) {
-            continue;
-        }
-        if let Some(node) = api.get_opt(&name).await? {
-            nodes.insert(name, node);
-        }
+        .any(|o| o.controller == Some(true) && o.uid == uid)
+}
+
+/// The NodeSet's pods as the cache has them (worker pods of its name, owned by it).
+fn cached_pods(ctx: &Context, nodeset: &NodeSet) -> Vec<Pod> {
+    let uid = nodeset.uid().unwrap_or_default();
+    let labels =
+        render::labels::selector_labels(render::labels::Component::Worker, &nodeset.name_any());
+    ctx.cache
+        .pods
+        .list(&nodeset.namespace().unwrap_or_default(), |p| {
+            labels.iter().all(|(k, v)| p.labels().get(k) == Some(v)) && owned_by(p, &uid)
+        })
+        .iter()
+        .map(|p| (**p).clone())
+        .collect()
+}
+
+/// The NodeSet's pods, listed from the API server (direct: see [`sync`]).
+async fn listed_pods(ctx: &Context, nodeset: &NodeSet) -> Result<Vec<Pod>, Error> {
+    let ns = nodeset.namespace().ok_or(Error::Unnamed)?;
+    let uid = nodeset.uid().unwrap_or_default();
+    let selector = render::labels::selector_string(&render::labels::selector_labels(
+        render::labels::Component::Worker,
+        &nodeset.name_any(),
+    ));
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    Ok(api
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| owned_by(p, &uid))
+        .collect())
+}
+
+/// The Kubernetes nodes under `pods`, or every node (`all`, DaemonSet mode), from the cache.
+/// A node's change reaches the NodeSet through the watch that fills this store, and the
+/// operator never writes nodes, so the store is as fresh as what woke the pass.
+fn kube_nodes(ctx: &Context, pods: &[Pod], all: bool) -> HashMap<String, Node> {
+    let store = &ctx.cache.nodes;
+    if all {
+        return store
+            .store()
+            .state()
+            .into_iter()
+            .map(|n| (n.name_any(), (*n).clone()))
+            .collect();
     }
-    Ok(nodes)
+    pods.iter()
+        .filter_map(|p| p.spec.as_ref()?.node_name.clone())
+        .filter_map(|name| {
+            let node = store.store().get(&ObjectRef::new(&name))?;
+            Some((name, (*node).clone()))
+        })
+        .collect()
 }

@@ -4,15 +4,15 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
+use kube::runtime::Controller as Runner;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::utils::{PredicateConfig, WatchStreamExt};
-use kube::runtime::{Controller as Runner, watcher};
-use kube::{Api, ResourceExt};
 use tokio::sync::broadcast;
 
-use super::super::{Context, Scope};
-use crate::crd::{Controller, NodeSet};
+use super::super::Context;
+use crate::crd::NodeSet;
 use crate::keys::{ANNOTATION_HOSTNAME_OVERRIDE, ANNOTATION_NODE_CORDON_REASON};
 use crate::slurm::ClusterKey;
 
@@ -38,23 +38,15 @@ impl SlurmChanges {
     }
 }
 
-/// `runner` woken by pods, cordon changes of nodes, Controllers and Slurm node changes.
-pub fn wire(
-    runner: Runner<NodeSet>,
-    scope: &Scope,
-    ctx: &Arc<Context>,
-    changes: broadcast::Receiver<ClusterKey>,
-) -> Runner<NodeSet> {
-    let store = runner.store();
-    let (for_nodes, for_controllers, for_slurm) = (store.clone(), store.clone(), store);
+/// The NodeSet runner of the context's scope, woken by the NodeSets, their pods, cordon
+/// changes of nodes, Controllers and Slurm node changes.
+pub fn wire(ctx: &Arc<Context>, changes: broadcast::Receiver<ClusterKey>) -> Runner<NodeSet> {
+    let cache = &ctx.cache;
+    let store = cache.nodesets.store();
+    let (for_nodes, for_controllers, for_slurm) = (store.clone(), store.clone(), store.clone());
     // Nodes change every few seconds (heartbeats); only what cordon_state hashes matters here.
     let propagated = ctx.propagated_node_conditions.clone();
-    let nodes = watcher(
-        Api::<Node>::all(ctx.client.clone()),
-        watcher::Config::default(),
-    )
-    .touched_objects()
-    .predicate_filter(
+    let nodes = cache.nodes.subscribe().predicate_filter(
         move |node: &Node| cordon_state(node, &propagated),
         PredicateConfig::default(),
     );
@@ -70,8 +62,8 @@ pub fn wire(
     .flat_map(move |key| {
         futures::stream::iter(in_cluster(&for_slurm, &key.namespace, &key.controller))
     });
-    runner
-        .owns(scope.api::<Pod>(&ctx.client), watcher::Config::default())
+    Runner::for_stream(cache.nodesets.subscribe(), store)
+        .owns_stream(cache.pods.subscribe())
         .watches_stream(nodes, move |_node| {
             // Which NodeSets have pods on the node is not indexed; a cordon is rare, so all
             // are looked at (reads only; nothing is written unless something changed).
@@ -81,17 +73,13 @@ pub fn wire(
                 .map(|n| ObjectRef::from_obj(&**n))
                 .collect::<Vec<_>>()
         })
-        .watches(
-            scope.api::<Controller>(&ctx.client),
-            watcher::Config::default(),
-            move |c| {
-                in_cluster(
-                    &for_controllers,
-                    &c.namespace().unwrap_or_default(),
-                    &c.name_any(),
-                )
-            },
-        )
+        .watches_stream(cache.controllers.subscribe(), move |c| {
+            in_cluster(
+                &for_controllers,
+                &c.namespace().unwrap_or_default(),
+                &c.name_any(),
+            )
+        })
         .reconcile_on(slurm)
 }
 
