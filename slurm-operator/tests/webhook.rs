@@ -560,10 +560,14 @@ fn nulls_at_every_depth_are_stored_as_slinky_stores_them() {
             "  jwtKeyRef: {name: slurm-auth-jwt, key: jwt.key}\n  username: slurm\n  lifetime:\n  refresh:\n  secretRef:\n",
         ),
     ];
+    // `kubectl create`/`replace` send the nulls as Helm does (`kubectl apply` drops them).
+    let send = |verb: &str, yaml: &str| {
+        let out = g.kubectl(&[verb, "-n", env.name(), "-f", "-"], Some(yaml));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{verb} refused:\n{yaml}\n{err}");
+    };
     for yaml in &objects {
-        if let Err(err) = apply(&env, yaml) {
-            panic!("refused:\n{yaml}\n{err}");
-        }
+        send("create", yaml);
     }
 
     let stored = |kind: &str, name: &str| -> serde_json::Value {
@@ -623,11 +627,9 @@ fn nulls_at_every_depth_are_stored_as_slinky_stores_them() {
         "{n:#}"
     );
 
-    // Applied again unchanged (UPDATE, the stored nulls in the old object too).
+    // Sent again unchanged (UPDATE, the stored nulls in the old object too).
     for yaml in &objects {
-        if let Err(err) = apply(&env, yaml) {
-            panic!("refused on update:\n{yaml}\n{err}");
-        }
+        send("replace", yaml);
     }
     drop(wh);
 }
