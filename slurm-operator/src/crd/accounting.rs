@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::{ConfigMapKeySelector, SecretKeySelector};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::{CustomResource, KubeSchema};
+use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +18,7 @@ pub const DEFAULT_STORAGE_DATABASE: &str = "slurm_acct_db";
 
 super::null::null_means_absent!(AccountingSpec, AccountingStatus);
 
-#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[derive(CustomResource, JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[kube(
     group = "slinky.slurm.net",
     version = "v1beta1",
@@ -35,14 +35,11 @@ super::null::null_means_absent!(AccountingSpec, AccountingStatus);
     ),
     doc = "Slurm accounting (slurmdbd) backed by a MySQL/MariaDB database."
 )]
-#[x_kube(
-    validation = Rule::new("!self.external ? has(self.slurmKeyRef) : true")
-        .message("slurmKeyRef is required unless external is true"),
-    validation = Rule::new("!self.external ? has(self.jwtKeyRef) || has(self.jwtHs256KeyRef) : true")
-        .message("jwtKeyRef (or the deprecated jwtHs256KeyRef) is required unless external is true"),
-    validation = Rule::new("self.external ? has(self.externalConfig) : true")
-        .message("externalConfig is required when external is true"),
-)]
+#[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "!self.external ? has(self.slurmKeyRef) : true", "message": "slurmKeyRef is required unless external is true"},
+        {"rule": "!self.external ? has(self.jwtKeyRef) || has(self.jwtHs256KeyRef) : true", "message": "jwtKeyRef (or the deprecated jwtHs256KeyRef) is required unless external is true"},
+        {"rule": "self.external ? has(self.externalConfig) : true", "message": "externalConfig is required when external is true"},
+    ]))]
 #[serde(rename_all = "camelCase", remote = "Self")]
 pub struct AccountingSpec {
     /// `auth/slurm` key.

@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMapKeySelector, LocalObjectReference, PersistentVolumeClaimSpec, SecretKeySelector,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::{CustomResource, KubeSchema};
+use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +15,7 @@ use super::common::{
 
 super::null::null_means_absent!(ControllerSpec, ControllerStatus);
 
-#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[derive(CustomResource, JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[kube(
     group = "slinky.slurm.net",
     version = "v1beta1",
@@ -32,16 +32,12 @@ super::null::null_means_absent!(ControllerSpec, ControllerStatus);
     ),
     doc = "A Slurm controller (slurmctld) and the slurm.conf of its cluster."
 )]
-#[x_kube(
-    validation = Rule::new("!self.external ? has(self.slurmKeyRef) : true")
-        .message("slurmKeyRef is required unless external is true"),
-    validation = Rule::new("!self.external ? has(self.jwtKeyRef) || has(self.jwtHs256KeyRef) : true")
-        .message("jwtKeyRef (or the deprecated jwtHs256KeyRef) is required unless external is true"),
-    validation = Rule::new("self.external ? has(self.externalConfig) : true")
-        .message("externalConfig is required when external is true"),
-    validation = Rule::new("has(self.ha) && self.ha.enabled ? has(self.persistence) && self.persistence.enabled && has(self.persistence.existingClaim) && self.persistence.existingClaim.size() > 0 : true")
-        .message("ha.enabled requires persistence.enabled with an existingClaim (a ReadWriteMany PVC)"),
-)]
+#[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "!self.external ? has(self.slurmKeyRef) : true", "message": "slurmKeyRef is required unless external is true"},
+        {"rule": "!self.external ? has(self.jwtKeyRef) || has(self.jwtHs256KeyRef) : true", "message": "jwtKeyRef (or the deprecated jwtHs256KeyRef) is required unless external is true"},
+        {"rule": "self.external ? has(self.externalConfig) : true", "message": "externalConfig is required when external is true"},
+        {"rule": "has(self.ha) && self.ha.enabled ? has(self.persistence) && self.persistence.enabled && has(self.persistence.existingClaim) && self.persistence.existingClaim.size() > 0 : true", "message": "ha.enabled requires persistence.enabled with an existingClaim (a ReadWriteMany PVC)"},
+    ]))]
 #[serde(rename_all = "camelCase", remote = "Self")]
 pub struct ControllerSpec {
     /// Slurm `ClusterName`; empty means `<namespace>_<name>`.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::SecretKeySelector;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::{CustomResource, KubeSchema};
+use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -19,7 +19,7 @@ super::null::null_means_absent!(TokenSpec, TokenStatus);
 
 // The printer columns repeat `type_`, which the lint takes for duplicates.
 #[allow(clippy::duplicated_attributes)]
-#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[derive(CustomResource, JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[kube(
     group = "slinky.slurm.net",
     version = "v1beta1",
@@ -49,10 +49,9 @@ super::null::null_means_absent!(TokenSpec, TokenStatus);
     ),
     doc = "A Slurm JWT for one user, stored (and refreshed) in a Secret."
 )]
-#[x_kube(
-    validation = Rule::new("has(self.jwtKeyRef) || has(self.jwtHs256KeyRef)")
-        .message("jwtKeyRef (or the deprecated jwtHs256KeyRef) is required"),
-)]
+#[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "has(self.jwtKeyRef) || has(self.jwtHs256KeyRef)", "message": "jwtKeyRef (or the deprecated jwtHs256KeyRef) is required"},
+    ]))]
 #[schemars(transform = |s: &mut schemars::Schema| require(s, &["username"]))]
 #[serde(rename_all = "camelCase", remote = "Self")]
 pub struct TokenSpec {
