@@ -4,8 +4,8 @@
 //! slurm-bridge (scheduler name, annotations, labels, config file); see the crate README.
 //!
 //! Layout: pure decisions ([`workload`], [`annotations`], [`translate`], [`feasible`],
-//! [`identify`], [`decide`], [`taint`], [`pod_group`]) and the loops that feed and apply them ([`scheduler`], [`jobs`],
-//! [`nodes`], [`webhook`]).
+//! [`identify`], [`decide`], [`taint`], [`pod_group`]) and the loops that feed and apply them
+//! ([`scheduler`], [`members`], [`jobs`], [`nodes`], [`webhook`]).
 
 pub mod annotations;
 pub mod assumed;
@@ -15,6 +15,7 @@ pub mod feasible;
 pub mod identify;
 pub mod jobs;
 pub mod keys;
+pub mod members;
 pub mod metrics;
 pub mod nodes;
 pub mod pod_group;

@@ -22,7 +22,6 @@ use slurm_bridge::nodes;
 use slurm_bridge::scheduler::{Scheduler, Wake};
 use slurm_bridge::slurm_nodes::SlurmNodes;
 use slurm_bridge::webhook::{self, config as hook_config};
-use slurm_bridge::workload::key_of;
 use slurm_client::{ApiVersion, ClientBuilder, TokenFile};
 use tokio::sync::mpsc;
 
@@ -173,14 +172,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let pod_api: Api<Pod> = Api::all(client.clone());
     let pod_watch =
         watcher::Config::default().fields(&format!("spec.schedulerName={}", config.scheduler_name));
+    let members = slurm_bridge::members::Members::default();
     watchers.spawn({
-        let wake = wake_tx.clone();
+        let (wake, members) = (wake_tx.clone(), members.clone());
         reflector(pod_writer, watcher(pod_api, pod_watch))
             .default_backoff()
             .touched_objects()
             .for_each(move |pod| {
                 if let Ok(pod) = pod {
-                    let _ = wake.send(Wake::Workload(key_of(&pod)));
+                    let _ = wake.send(Wake::Workload(members.note(&pod)));
                 }
                 futures::future::ready(())
             })
@@ -271,6 +271,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         assumed: Default::default(),
         usage,
         groups: Default::default(),
+        members,
     };
     tracing::info!("scheduling");
     tokio::select! {

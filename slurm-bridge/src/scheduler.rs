@@ -25,6 +25,7 @@ use crate::feasible;
 use crate::identify;
 use crate::jobs::{self, JobBook};
 use crate::keys;
+use crate::members::Members;
 use crate::metrics::Metrics;
 use crate::pod_group;
 use crate::pods;
@@ -72,6 +73,8 @@ pub struct Scheduler {
     pub usage: Usage,
     /// The PodGroups' sizes and written statuses.
     pub groups: pod_group::Groups,
+    /// Which pods make each workload.
+    pub members: Members,
 }
 
 /// A workload's failure: what to tell and when to try again.
@@ -145,10 +148,9 @@ impl Scheduler {
                 }
             }
             Wake::Pods(names) => {
-                let state = self.pods.state();
                 for name in names {
-                    if let Some(pod) = state.iter().find(|p| pod_name(p) == name) {
-                        queue.wake(key_of(pod));
+                    if let Some(key) = self.members.workload_of(&name) {
+                        queue.wake(key);
                     }
                 }
             }
@@ -157,17 +159,16 @@ impl Scheduler {
 
     /// The workload's pods (sorted by name), job and gang size → actions, applied in order.
     async fn process(&self, key: &WorkloadKey) -> Result<(), Failed> {
-        let mut members: Vec<Arc<Pod>> = self
-            .pods
-            .state()
+        let members: Vec<Arc<Pod>> = self
+            .members
+            .of(key, &self.pods)
             .into_iter()
-            .filter(|p| key_of(p) == *key && self.managed(p))
+            .filter(|p| self.managed(p))
             .collect();
         if members.is_empty() {
             self.groups.forget(key);
             return Ok(());
         }
-        members.sort_by_key(|p| p.name_any());
         let views: Vec<PodView> = members.iter().map(|p| self.assume(view(p), p)).collect();
         let job = self.job_of(&views, &members);
         // The gang size needs the root object: read it only when a submission is possible, and

@@ -416,6 +416,10 @@ const BRIDGE_UNUSED: &[(&str, &str)] = &[
     ("get apps/statefulsets", OWNERS),
     ("get batch/jobs", OWNERS),
     ("get scheduling.x-k8s.io/podgroups", OWNERS),
+    (
+        "patch scheduling.x-k8s.io/podgroups/status",
+        "a coscheduling PodGroup's status (podGroupStatus); the pods here are bare",
+    ),
     ("get jobset.x-k8s.io/jobsets", OWNERS),
     ("get leaderworkerset.x-k8s.io/leaderworkersets", OWNERS),
 ];
