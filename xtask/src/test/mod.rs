@@ -162,6 +162,14 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
             || prepare.wait(),
         )?;
     }
+    // The static checks and the semver check only compile: they start now, at nice 19, and
+    // take the CPU that the phases up to the end of the ground tests leave.
+    let xtask = built
+        .iter()
+        .find(|a| a.package == "xtask" && a.kind == "bin" && !a.harness)
+        .context("the unified build made no xtask binary")?;
+    let checks = background::Background::checks(workspace, &xtask.executable)?;
+    let semver = background::Background::semver(workspace, &xtask.executable)?;
     // Real Helm (its Go SDK from PyPI, in a venv): the chart tests of each crate render through it.
     t.phase("helm lint --strict of every chart", || {
         crate::helm::lint_all(workspace)
@@ -181,21 +189,14 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
     t.phase("Kubernetes test ground up (cargo xtask kube up)", || {
         ground_up(workspace)
     })?;
-    // generate --check, clippy, rustdoc, the one-version builds and the end-to-end's images
-    // compile, generate or pack, and the ground tests mostly wait: they run beside them at the
-    // lowest CPU priority, so the tests' pods are not slowed down. The tests against local Slurm
-    // clusters run beside them too, at nice 10.
-    let xtask = built
-        .iter()
-        .find(|a| a.package == "xtask" && a.kind == "bin" && !a.harness)
-        .context("the unified build made no xtask binary")?;
+    // generate --check and the end-to-end's images generate or pack, and the ground tests mostly
+    // wait: they run beside them at the lowest CPU priority, so the tests' pods are not slowed
+    // down. The tests against local Slurm clusters run beside them too, at nice 10.
     let artifacts = t.target_dir.join("ci-artifacts.json");
     std::fs::write(&artifacts, serde_json::to_vec(&built)?)
         .with_context(|| format!("writing {}", artifacts.display()))?;
     let on_slurm =
         background::Background::slurm(workspace, &xtask.executable, &artifacts, test_args)?;
-    let checks = background::Background::checks(workspace, &xtask.executable)?;
-    let semver = background::Background::semver(workspace, &xtask.executable)?;
     let images = background::Background::generated_and_dev_images(
         workspace,
         &xtask.executable,
