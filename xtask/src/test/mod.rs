@@ -191,12 +191,7 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
     })?;
     // generate --check and the end-to-end's images generate or pack, and the ground tests mostly
     // wait: they run beside them at the lowest CPU priority, so the tests' pods are not slowed
-    // down. The tests against local Slurm clusters run beside them too, at nice 10.
-    let artifacts = t.target_dir.join("ci-artifacts.json");
-    std::fs::write(&artifacts, serde_json::to_vec(&built)?)
-        .with_context(|| format!("writing {}", artifacts.display()))?;
-    let on_slurm =
-        background::Background::slurm(workspace, &xtask.executable, &artifacts, test_args)?;
+    // down.
     let images = background::Background::generated_and_dev_images(
         workspace,
         &xtask.executable,
@@ -259,6 +254,14 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
         crate::kube::ground::down().map(drop)
     })?;
     deploy?;
+    // The tests against local Slurm clusters, beside the ends of the check lanes: a clean run
+    // is CPU-bound, and beside the ground tests (at nice 10) they took the CPU those lanes need,
+    // which then ran alone on one core at the end.
+    let artifacts = t.target_dir.join("ci-artifacts.json");
+    std::fs::write(&artifacts, serde_json::to_vec(&built)?)
+        .with_context(|| format!("writing {}", artifacts.display()))?;
+    let on_slurm =
+        background::Background::slurm(workspace, &xtask.executable, &artifacts, test_args)?;
     t.phase(
         "clippy, rustdoc, each REST version alone, slurm-client with its MSRV (run beside the ground tests)",
         || checks.wait(),
@@ -268,7 +271,7 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
         || semver.wait(),
     )?;
     t.phase(
-        "tests against Slurm 24.11 and 26.05: workspace, doc tests, examples, exporter without slurmdbd (run beside the ground tests)",
+        "tests against Slurm 24.11 and 26.05: workspace, doc tests, examples, exporter without slurmdbd (beside the check lanes' ends)",
         || on_slurm.wait_showing_timings(),
     )
 }

@@ -1,8 +1,8 @@
 //! The tests against local Slurm clusters (the workspace's tests, the doc tests, slurm-client's
 //! examples, the exporter without slurmdbd). They share nothing with the test ground (the clusters
 //! live in network namespaces of their own, their REST proxies on 127.0.0.1:6824 and :6826), so
-//! `cargo xtask test` runs them as a lane beside the ground tests (`cargo xtask test-slurm`, given
-//! the unified build's artifacts), instead of seven minutes after them.
+//! `cargo xtask test` runs them as a lane (`cargo xtask test-slurm`, given the unified build's
+//! artifacts) beside the ends of the check lanes.
 
 use std::path::Path;
 
