@@ -212,27 +212,30 @@ impl Scheduler {
             self.exclude(id, &members).await;
         }
         if key.group == Group::PodGroup && self.config.pod_group_status {
-            if let Some(min) = root.as_ref().and_then(|r| r.min_member) {
-                self.groups.set_min_member(key, min);
+            if let Some(r) = root.as_ref().filter(|r| r.missing_group.is_none()) {
+                self.groups
+                    .set_min_member(key, r.min_member.unwrap_or(1).max(1));
             }
-            self.write_group_status(key, &members).await;
+            self.write_group_status(key, &members, root.is_some()).await;
         }
         Ok(())
     }
 
-    /// Writes the PodGroup's status when it changed. Its size is read once; a failed write is
-    /// logged and tried again on the next pass.
-    async fn write_group_status(&self, key: &WorkloadKey, members: &[Arc<Pod>]) {
+    /// Writes the PodGroup's status when it changed. Its size is read once (`root_read`: this
+    /// pass read it already, and found no PodGroup); a failed write is logged and tried again
+    /// on the next pass.
+    async fn write_group_status(&self, key: &WorkloadKey, members: &[Arc<Pod>], root_read: bool) {
         let min = match self.groups.min_member(key) {
             Some(min) => min,
+            None if root_read => return,
             None => match roots::facts(&self.client, &members[0]).await {
-                Ok(facts) => match facts.min_member {
-                    Some(min) => {
-                        self.groups.set_min_member(key, min);
-                        min
-                    }
-                    None => return,
-                },
+                Ok(facts) if facts.missing_group.is_none() => {
+                    // As the gang size counts it.
+                    let min = facts.min_member.unwrap_or(1).max(1);
+                    self.groups.set_min_member(key, min);
+                    min
+                }
+                Ok(_) => return,
                 Err(e) => {
                     tracing::warn!(workload = %key, error = %e, "cannot read the PodGroup");
                     return;
