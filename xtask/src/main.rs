@@ -99,8 +99,9 @@ enum Cmd {
         /// A git revision to compare with instead of the last release.
         #[arg(long)]
         baseline: Option<String>,
-        /// Skip a crate whose API inputs (its directory, openapi/, the workspace's
-        /// `[workspace.dependencies]`) did not change since the baseline (what CI runs).
+        /// Skip a crate whose API inputs (its src/ and build.rs, its manifest but for the
+        /// test-only tables, openapi/, the workspace's `[workspace.dependencies]`) did not change
+        /// since the baseline (what CI runs).
         #[arg(long)]
         if_changed: bool,
     },

@@ -258,7 +258,47 @@ fn cargo(workspace: &Path) -> Command {
             "CARGO_INCREMENTAL",
             std::env::var_os("CARGO_INCREMENTAL").unwrap_or("0".into()),
         );
+    if let Some(driver) = std::env::var_os(CLIPPY_DRIVER) {
+        // What `cargo clippy -- -D warnings` sets, for a build instead of a check.
+        cmd.env("RUSTC_WORKSPACE_WRAPPER", driver).env(
+            "CLIPPY_ARGS",
+            "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__",
+        );
+    }
     cmd
+}
+
+/// When set (to clippy-driver's path), every build here compiles the workspace's own crates
+/// through clippy with `-D warnings`, as `cargo clippy --all-targets -- -D warnings` lints them.
+/// `cargo xtask test` sets it for itself and the xtask processes it starts: a separate `cargo
+/// clippy` checked every dependency again, in a target directory of its own, which was a fifth of
+/// a clean CI run's CPU; linting inside the one build costs the lint passes only. The wrapper is
+/// part of cargo's fingerprint, so these artifacts are apart from a plain build's.
+pub const CLIPPY_DRIVER: &str = "XTASK_CLIPPY_DRIVER";
+
+/// The clippy-driver of the toolchain that builds the workspace, checked to run.
+pub fn clippy_driver(workspace: &Path) -> Result<PathBuf> {
+    let which = Command::new("rustup")
+        .current_dir(workspace)
+        .args(["which", "clippy-driver"])
+        .output();
+    let driver = match which {
+        Ok(out) if out.status.success() => {
+            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        }
+        _ => PathBuf::from("clippy-driver"),
+    };
+    let runs = Command::new(&driver)
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !runs {
+        bail!(
+            "clippy-driver ({}) does not run: install clippy (`rustup component add clippy`)",
+            driver.display()
+        );
+    }
+    Ok(driver)
 }
 
 /// Runs the test harnesses that `select` picks, one after another (package, then libraries, binaries,

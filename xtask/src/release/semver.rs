@@ -89,23 +89,52 @@ pub fn check(workspace: &Path, baseline: Option<&str>, if_changed: bool) -> Resu
     Ok(())
 }
 
-/// Whether `krate`'s directory, [`API_INPUTS`] or the workspace's dependencies differ between
-/// `baseline` and the work tree (an unreadable answer counts as a change).
+/// Whether what `krate`'s public API is made of differs between `baseline` and the work tree:
+/// its `src/` and `build.rs`, [`API_INPUTS`], its manifest but for the test-only tables, and the
+/// workspace's dependencies (an unreadable answer counts as a change). Its changelog, examples,
+/// tests and benchmarks cannot change the API.
 fn inputs_changed(workspace: &Path, baseline: &str, krate: &str) -> bool {
     let status = Command::new("git")
         .current_dir(workspace)
-        .args(["diff", "--quiet", baseline, "--", krate])
+        .args(["diff", "--quiet", baseline, "--"])
+        .args([format!("{krate}/src"), format!("{krate}/build.rs")])
         .args(API_INPUTS)
         .status();
     if !matches!(status, Ok(s) if s.success()) {
         return true;
     }
-    let then = git(workspace, &["show", &format!("{baseline}:Cargo.toml")]);
-    let now = std::fs::read_to_string(workspace.join("Cargo.toml"));
-    match (then, now) {
-        (Ok(then), Ok(now)) => dependencies(&then) != dependencies(&now),
-        _ => true,
+    let differs = |file: &str, part: fn(&str) -> String| {
+        let then = git(workspace, &["show", &format!("{baseline}:{file}")]);
+        let now = std::fs::read_to_string(workspace.join(file));
+        match (then, now) {
+            (Ok(then), Ok(now)) => part(&then) != part(&now),
+            _ => true,
+        }
+    };
+    differs("Cargo.toml", |m| dependencies(m).to_owned())
+        || differs(&format!("{krate}/Cargo.toml"), api_tables)
+}
+
+/// A package manifest without its comments and the tables that only tests, examples and
+/// benchmarks read.
+fn api_tables(manifest: &str) -> String {
+    let mut kept = String::new();
+    let mut test_only = false;
+    for line in manifest.lines() {
+        let line = line.split('#').next().unwrap_or_default().trim_end();
+        if let Some(header) = line.trim_start().strip_prefix('[') {
+            let name = header.trim_start_matches('[').trim_end_matches(']');
+            test_only = matches!(name, "example" | "test" | "bench")
+                || name == "dev-dependencies"
+                || name.starts_with("dev-dependencies.")
+                || name.ends_with(".dev-dependencies");
+        }
+        if !test_only && !line.is_empty() {
+            kept.push_str(line);
+            kept.push('\n');
+        }
     }
+    kept
 }
 
 /// The `[workspace.dependencies]` table of a workspace manifest, as text.
@@ -188,5 +217,27 @@ mod tests {
         assert_eq!(dependencies(a), "[workspace.dependencies]\nurl = \"2\"\n");
         assert_ne!(dependencies(a), dependencies(&a.replace("\"2\"", "\"3\"")));
         assert_eq!(dependencies("[package]\n"), "");
+    }
+
+    #[test]
+    fn test_only_tables_and_comments_do_not_count() {
+        let a = "[package]\nname = \"c\"\n\n[dependencies]\nurl = \"2\"\n\n[dev-dependencies]\nt = { path = \"../t\" }\n\n[[example]]\nname = \"e\"\nharness = false\n";
+        let b = a
+            .replace("../t", "../xtask/t")
+            .replace("[[example]]", "# run by CI\n[[example]]\n")
+            + "\n[[test]]\nname = \"integration\"\n";
+        assert_eq!(api_tables(a), api_tables(&b));
+        assert_eq!(
+            api_tables(a),
+            "[package]\nname = \"c\"\n[dependencies]\nurl = \"2\"\n"
+        );
+        assert_ne!(
+            api_tables(a),
+            api_tables(&a.replace("url = \"2\"", "url = \"3\""))
+        );
+        assert_ne!(
+            api_tables(a),
+            api_tables(&format!("{a}[features]\ncli = []\n"))
+        );
     }
 }

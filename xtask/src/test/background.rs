@@ -1,5 +1,6 @@
-//! Work that runs in the background while the ground tests run: the static checks (clippy,
-//! rustdoc, each REST version alone, slurm-client with its MSRV; generated code current), the dev
+//! Work that runs in the background while the ground tests run: the static checks (rustdoc, each
+//! REST version alone, slurm-client with its MSRV; generated code current; clippy lints inside the
+//! workspace build), the dev
 //! images of the end-to-end, and the tests against local Slurm clusters. The first ones only
 //! compile or pack, the ground tests mostly wait on pods: at nice 19 they take only the CPU the
 //! tests leave; the Slurm tests run at nice 10, ahead of the compilers. Each lane's output goes to
@@ -76,13 +77,13 @@ struct Stop {
 }
 
 impl Background {
-    /// Clippy, rustdoc, each REST version alone, then slurm-client built with its MSRV by the
+    /// Rustdoc, each REST version alone, then slurm-client built with its MSRV by the
     /// xtask binary `xtask` (`msrv`); log `target/ci-checks.log`.
     pub fn checks(workspace: &Path, xtask: &Path) -> Result<Background> {
         Background::start(
             workspace,
             "ci-checks.log",
-            "clippy, rustdoc, the REST versions and the MSRV build",
+            "rustdoc, the REST versions and the MSRV build",
             checks(workspace, xtask),
         )
     }
@@ -217,18 +218,6 @@ fn checks(workspace: &Path, xtask: &Path) -> Vec<Step> {
     let target: OsString = crate::target_dir(workspace).join("checks").into();
     let own_dir = ("CARGO_TARGET_DIR", target);
     let mut steps = vec![
-        Step::cargo(
-            &[
-                "clippy",
-                "--workspace",
-                "--all-targets",
-                "--all-features",
-                "--",
-                "-D",
-                "warnings",
-            ],
-            std::slice::from_ref(&own_dir),
-        ),
         // The crate docs are how a newcomer learns the client: a broken intra-doc link fails CI.
         Step::cargo(
             &[

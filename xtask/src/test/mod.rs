@@ -92,6 +92,7 @@ impl Timings {
 }
 
 pub fn run(workspace: &Path, test_args: &[String]) -> Result<()> {
+    lint_in_the_build(workspace)?;
     let target_dir = crate::target_dir(workspace);
     if let Some(free) = free_bytes(&target_dir) {
         eprintln!(
@@ -117,6 +118,16 @@ pub fn run(workspace: &Path, test_args: &[String]) -> Result<()> {
     let _ = crate::kube::ground::down();
     t.print();
     result
+}
+
+/// Clippy lints the workspace's crates inside the one build (see [`crate::unified::CLIPPY_DRIVER`]),
+/// for this process and the xtask processes of its lanes, which inherit the variable.
+#[allow(unsafe_code)]
+fn lint_in_the_build(workspace: &Path) -> Result<()> {
+    let driver = crate::unified::clippy_driver(workspace)?;
+    // SAFETY: called first, before this process starts any thread that could read the environment.
+    unsafe { std::env::set_var(crate::unified::CLIPPY_DRIVER, driver) };
+    Ok(())
 }
 
 /// `cargo` in the workspace, without incremental builds unless the caller asks for them.
@@ -153,7 +164,7 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
     // Once, with the features every later build and run uses (see unified.rs): the phases after
     // this one compile nothing more of it, and the benchmarks are proved to build here.
     let built = t.phase(
-        "build the workspace, its tests, benchmarks and examples once (cargo test --no-run --workspace --all-features)",
+        "build the workspace, its tests, benchmarks and examples once, its own crates through clippy -D warnings (cargo test --no-run --workspace --all-features)",
         || crate::unified::everything(workspace),
     )?;
     if let Some(prepare) = prepare {
@@ -162,8 +173,8 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
             || prepare.wait(),
         )?;
     }
-    // The static checks and the semver check only compile: they start now, at nice 19, and
-    // take the CPU that the phases up to the end of the ground tests leave.
+    // The other static checks and the semver check only compile: they start now, at nice 19,
+    // and take the CPU that the phases up to the end of the ground tests leave.
     let xtask = built
         .iter()
         .find(|a| a.package == "xtask" && a.kind == "bin" && !a.harness)
@@ -263,7 +274,7 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
     let on_slurm =
         background::Background::slurm(workspace, &xtask.executable, &artifacts, test_args)?;
     t.phase(
-        "clippy, rustdoc, each REST version alone, slurm-client with its MSRV (run beside the ground tests)",
+        "rustdoc, each REST version alone, slurm-client with its MSRV (run beside the ground tests)",
         || checks.wait(),
     )?;
     t.phase(
