@@ -12,9 +12,18 @@
 //! 5. A scale-in from 2 to 1 right after a job started on the highest ordinal: the job completes,
 //!    and the node that stays is usable after it (issue 27), then back to 2.
 //! 6. A change of the Controller's `extraConf` rolls slurmctld, and the cluster works after.
+//! 7. A RollingUpdate of the slurmd template (`maxUnavailable` 25% of 2: one pod at a time)
+//!    while a job runs on slinky-1: that pod is not deleted before the job completed, never more
+//!    than one pod is unavailable (a pod watch sees every change), and every pod ends on the
+//!    update revision (`controller-revision-hash` = `status.nodeSetHash`).
+//! 8. Another rollout, and the operator killed as soon as it cordoned or deleted the first old
+//!    pod: the new operator finishes it within `maxUnavailable`.
 //!
 //! Every step ends with [`assert_full_service`]: desired pods ready, every Slurm node usable,
 //! no cordon or drain of the operator's left, no job lost.
+//!
+//! An eviction refused by the workers' PodDisruptionBudget is not covered: the ground has no
+//! disruption controller, so no budget's `status.disruptionsAllowed` is ever computed.
 //!
 //! `inplaceReconfigure` is not covered: the ground's kubelet writes ConfigMap volumes once, when
 //! a pod starts, so the reconfigure sidecar would never see a new slurm.conf.
@@ -34,6 +43,7 @@ use common::workers::{
 use common::{TestEnv, ground};
 use slurm_client::Client;
 use slurm_client::model::{JobState, Node, NodeState};
+use slurm_operator::keys::ANNOTATION_POD_CORDON;
 
 const CORDON_REASON_ANNOTATION: &str = "nodeset.slinky.slurm.net/node-cordon-reason";
 /// How long the cluster is watched at rest.
@@ -95,6 +105,16 @@ async fn one_cluster_through_cordon_quiet_restart_scale_to_zero_and_config_chang
     config_change_rolls_slurmctld(&env).await;
     assert_full_service(&env, &client, "a config change", &[]).await;
     phase("config change", t);
+
+    let t = Instant::now();
+    let job = rolling_update_waits_for_the_busy_node(&env, &client).await;
+    assert_full_service(&env, &client, "a rolling update beside a job", &[job]).await;
+    phase("rolling update", t);
+
+    let t = Instant::now();
+    restart_mid_rolling_update(&mut env, &client).await;
+    assert_full_service(&env, &client, "a restart mid-rolling-update", &[]).await;
+    phase("restart mid-rolling-update", t);
 
     phase("total", start);
     assert!(findings.is_empty(), "{}", findings.join("\n\n"));
@@ -700,6 +720,288 @@ async fn config_change_rolls_slurmctld(env: &TestEnv) {
     );
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("bf_interval=45"), "{out}");
+}
+
+// --- 7. rolling update ------------------------------------------------------------------------
+
+/// `maxUnavailable` of `lifecycle.yaml`'s NodeSet (25% of 2, rounded up).
+const MAX_UNAVAILABLE: u32 = 1;
+
+/// A change of the slurmd container (an env var) rolls every pod while a job runs on slinky-1:
+/// the busy pod is not deleted before its job ends, never more than [`MAX_UNAVAILABLE`] pods
+/// are unavailable, and every pod ends on the new revision. Returns the job.
+async fn rolling_update_waits_for_the_busy_node(env: &TestEnv, client: &Client) -> u32 {
+    let watch = PodWatch::start(env, 2).await;
+    let job = sbatch(
+        env,
+        "sbatch -w slinky-1 -t 2 -o /dev/null --parsable --wrap 'sleep 20'",
+    );
+    wait_node(client, "slinky-1", "allocated", Node::is_busy).await;
+    let busy = pod_uid(env, &format!("{NODESET}-1"));
+    let old = roll(env, "1");
+
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        // Read before the job: a deletion seen here happened while the job below still ran.
+        let deleted = watch.gone(&busy);
+        let state = client.get_job(job).await.expect("the job").value.state;
+        if state.is_finished() {
+            assert_eq!(state, JobState::Completed, "job {job}");
+            break;
+        }
+        assert!(
+            !deleted,
+            "the busy pod {NODESET}-1 was deleted while job {job} was {state:?}"
+        );
+        assert!(Instant::now() < deadline, "job {job} still {state:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let new = rolled_out(env, &old);
+    watch.assert_max_unavailable(MAX_UNAVAILABLE, &format!("the rollout {old} -> {new}"));
+    assert_ne!(
+        pod_uid(env, &format!("{NODESET}-1")),
+        busy,
+        "the busy pod was not replaced"
+    );
+    job
+}
+
+/// Sets env var `SLURM_RS_ROLLOUT` of the NodeSet's slurmd to `value` (a new pod template);
+/// returns the update revision before the change.
+fn roll(env: &TestEnv, value: &str) -> String {
+    let nodeset = format!("nodeset/{NODESET}");
+    let before = ground().get(env.name(), &nodeset, "{.status.nodeSetHash}");
+    assert!(!before.is_empty(), "{nodeset} has no status.nodeSetHash");
+    let patch = serde_json::json!({"spec": {"slurmd": {"env": [
+        {"name": "SLURM_RS_ROLLOUT", "value": value},
+    ]}}});
+    ground().ok(&[
+        "patch",
+        "-n",
+        env.name(),
+        &nodeset,
+        "--type=merge",
+        "-p",
+        &patch.to_string(),
+    ]);
+    before
+}
+
+/// Waits until the NodeSet's update revision is no longer `old` and every pod carries it
+/// (`controller-revision-hash` = `status.nodeSetHash`), updated, ready and 2 of them; returns it.
+fn rolled_out(env: &TestEnv, old: &str) -> String {
+    let nodeset = format!("nodeset/{NODESET}");
+    let new = env.wait_for(&nodeset, "{.status.nodeSetHash}", LIMIT, |h| {
+        !h.is_empty() && h != old
+    });
+    env.wait_for(
+        &nodeset,
+        "{.status.replicas} {.status.updatedReplicas} {.status.readyReplicas}",
+        LIMIT,
+        |v| v == "2 2 2",
+    );
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let revisions: Vec<String> = pods(env)
+            .into_iter()
+            .map(|pod| {
+                let hash = ground().get(
+                    env.name(),
+                    &format!("pod/{pod}"),
+                    "{.metadata.labels.controller-revision-hash}",
+                );
+                format!("{pod}={hash}")
+            })
+            .collect();
+        let want = [format!("{NODESET}-0={new}"), format!("{NODESET}-1={new}")];
+        if revisions == want {
+            return new;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pods {revisions:?} after the rollout to {new}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// The NodeSet's pods as a watch sees them, event by event: what a poll would miss between two
+/// looks (a pod not ready for a moment, a deletion).
+struct PodWatch {
+    state: std::sync::Arc<std::sync::Mutex<Watched>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct Watched {
+    listed: bool,
+    /// name → (uid, ready and not terminating)
+    pods: BTreeMap<String, (String, bool)>,
+    /// UIDs seen terminating or gone.
+    gone: std::collections::BTreeSet<String>,
+    /// UIDs seen with `pod-cordon`.
+    cordoned: std::collections::BTreeSet<String>,
+    /// The most pods missing from `desired` ready ones at once, and the pods then.
+    worst: (u32, String),
+    /// Every change after the listing, for the log: time since the listing, pod, what.
+    timeline: Vec<(Duration, String)>,
+    since: Option<Instant>,
+}
+
+impl PodWatch {
+    /// Watches the NodeSet's pods (which should number `desired`) from now on.
+    async fn start(env: &TestEnv, desired: u32) -> PodWatch {
+        use futures::StreamExt;
+        use k8s_openapi::api::core::v1::Pod;
+        use kube::ResourceExt;
+        use kube::runtime::watcher::{self, Event, watcher};
+
+        let client = ground()
+            .kube_client()
+            .await
+            .expect("a client of the ground");
+        let api: kube::Api<Pod> = kube::Api::namespaced(client, env.name());
+        let config =
+            watcher::Config::default().labels(&format!("app.kubernetes.io/instance={NODESET}"));
+        let state = std::sync::Arc::new(std::sync::Mutex::new(Watched::default()));
+        let shared = state.clone();
+        let task = tokio::spawn(async move {
+            let mut events = std::pin::pin!(watcher(api, config));
+            while let Some(event) = events.next().await {
+                let mut w = shared.lock().unwrap();
+                let (pod, gone) = match event {
+                    Ok(Event::Apply(p) | Event::InitApply(p)) => (p, false),
+                    Ok(Event::Delete(p)) => (p, true),
+                    Ok(Event::InitDone) => {
+                        w.listed = true;
+                        w.since = Some(Instant::now());
+                        continue;
+                    }
+                    Ok(Event::Init) | Err(_) => continue,
+                };
+                let uid = pod.uid().unwrap_or_default();
+                let deleting = gone || pod.metadata.deletion_timestamp.is_some();
+                if deleting {
+                    w.gone.insert(uid.clone());
+                }
+                if pod.annotations().contains_key(ANNOTATION_POD_CORDON) {
+                    w.cordoned.insert(uid.clone());
+                }
+                let ready = !deleting
+                    && pod
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|c| {
+                            c.iter().any(|c| c.type_ == "Ready" && c.status == "True")
+                        });
+                let name = pod.name_any();
+                if let Some(since) = w.since {
+                    let what = match (gone, deleting, ready) {
+                        (true, _, _) => "gone",
+                        (_, true, _) => "terminating",
+                        (_, _, true) => "ready",
+                        _ => "not ready",
+                    };
+                    let cordon = if pod.annotations().contains_key(ANNOTATION_POD_CORDON) {
+                        ", cordoned"
+                    } else {
+                        ""
+                    };
+                    let line = format!("{name} {}: {what}{cordon}", &uid[..uid.len().min(8)]);
+                    if w.timeline.last().map(|(_, l)| l) != Some(&line) {
+                        w.timeline.push((since.elapsed(), line));
+                    }
+                }
+                if gone {
+                    w.pods.remove(&name);
+                } else {
+                    w.pods.insert(name, (uid, ready));
+                }
+                if w.listed {
+                    let ready = w.pods.values().filter(|(_, r)| *r).count() as u32;
+                    let missing = desired.saturating_sub(ready);
+                    if missing > w.worst.0 {
+                        w.worst = (missing, format!("{:?}", w.pods));
+                    }
+                }
+            }
+        });
+        let watch = PodWatch { state, task };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !watch.state.lock().unwrap().listed {
+            assert!(Instant::now() < deadline, "the pod watch listed nothing");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        watch
+    }
+
+    /// Whether the pod with this UID was seen terminating or gone.
+    fn gone(&self, uid: &str) -> bool {
+        self.state.lock().unwrap().gone.contains(uid)
+    }
+
+    /// Whether any of these pods was seen cordoned, terminating or gone.
+    fn touched(&self, uids: &[String]) -> bool {
+        let w = self.state.lock().unwrap();
+        uids.iter()
+            .any(|u| w.gone.contains(u) || w.cordoned.contains(u))
+    }
+
+    fn assert_max_unavailable(&self, max: u32, during: &str) {
+        let w = self.state.lock().unwrap();
+        assert!(
+            w.worst.0 <= max,
+            "{} pods unavailable at once during {during} (maxUnavailable {max}): {}",
+            w.worst.0,
+            w.worst.1
+        );
+        eprintln!(
+            "lifecycle: at most {} pod(s) unavailable during {during}:\n  {}",
+            w.worst.0,
+            w.timeline
+                .iter()
+                .map(|(t, l)| format!("{:>5.1}s {l}", t.as_secs_f32()))
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        );
+    }
+}
+
+impl Drop for PodWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+// --- 8. operator restart mid-rolling-update ----------------------------------------------------
+
+/// Another rollout, and the operator killed as soon as it cordoned or deleted its first old pod;
+/// the new operator finishes the update within `maxUnavailable`.
+async fn restart_mid_rolling_update(env: &mut TestEnv, client: &Client) {
+    let watch = PodWatch::start(env, 2).await;
+    let old_pods = [0, 1].map(|o| pod_uid(env, &format!("{NODESET}-{o}")));
+    let old = roll(env, "2");
+    let deadline = Instant::now() + LIMIT;
+    while !watch.touched(&old_pods) {
+        assert!(
+            Instant::now() < deadline,
+            "the operator did not start the rollout"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    env.operator().kill_now();
+    env.start_operator(&["--slurm-poll", "1s"]);
+    env.operator()
+        .wait_for_log("watching", Duration::from_secs(30));
+    let new = rolled_out(env, &old);
+    watch.assert_max_unavailable(
+        MAX_UNAVAILABLE,
+        &format!("the rollout {old} -> {new} across a restart"),
+    );
+    for host in ["slinky-0", "slinky-1"] {
+        wait_node(client, host, "idle after the rollout", is_idle).await;
+    }
 }
 
 // --- helpers -----------------------------------------------------------------------------------
