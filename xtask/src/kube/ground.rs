@@ -198,7 +198,9 @@ fn spawn(state: &mut State, name: &str, program: &Path, args: &[String]) -> Resu
         .append(true)
         .open(&log)
         .with_context(|| format!("opening {}", log.display()))?;
-    let child = Command::new(program)
+    let mut cmd = Command::new(program);
+    crate::slurm::process::keep_no_inherited_files(&mut cmd);
+    let child = cmd
         .args(args)
         .env("KUBECONFIG", state::kubeconfig())
         .stdin(Stdio::null())

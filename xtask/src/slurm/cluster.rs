@@ -389,7 +389,9 @@ fn start_proxy(state: &mut State) -> Result<()> {
     let log = state.log_dir().join("proxy.out");
     let out = std::fs::File::create(&log)?;
     use std::os::unix::process::CommandExt;
-    let child = Command::new(crate::THIS_BINARY)
+    let mut proxy = Command::new(crate::THIS_BINARY);
+    super::process::keep_no_inherited_files(&mut proxy);
+    let child = proxy
         .args([
             "slurm",
             "proxy",

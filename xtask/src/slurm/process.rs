@@ -63,8 +63,9 @@ impl Inside<'_> {
             .append(true)
             .open(log)
             .with_context(|| format!("opening {}", log.display()))?;
-        let child = self
-            .command()
+        let mut cmd = self.command();
+        keep_no_inherited_files(&mut cmd);
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)
             .stderr(out)
@@ -72,6 +73,24 @@ impl Inside<'_> {
             .spawn()
             .with_context(|| format!("starting {}", self.argv.join(" ")))?;
         Ok(child.id())
+    }
+}
+
+/// A daemon outlives the command that starts it, so it must not keep the files that command was
+/// given: under `flock /tmp/lock cargo xtask kube up`, daemons holding the lock's descriptor kept
+/// the lock until the ground was stopped. Descriptors above stderr close at exec (marked
+/// close-on-exec rather than closed, so that a failed exec is still reported).
+#[allow(unsafe_code)]
+pub fn keep_no_inherited_files(cmd: &mut Command) {
+    // SAFETY: close_range is async-signal-safe and touches nothing of the parent's memory.
+    unsafe {
+        cmd.pre_exec(|| {
+            let flags = libc::CLOSE_RANGE_CLOEXEC as libc::c_int;
+            if libc::close_range(3, libc::c_uint::MAX, flags) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 
@@ -146,5 +165,32 @@ pub fn stop(pids: &[u32], grace: Duration) -> Vec<u32> {
             return left;
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsRawFd;
+
+    use super::*;
+
+    #[test]
+    fn a_started_daemon_keeps_none_of_the_starters_files() {
+        let file = std::fs::File::open("/dev/null").unwrap();
+        // dup() leaves close-on-exec off, as flock(1) leaves the lock's descriptor.
+        let inherited = nix::unistd::dup(&file).unwrap();
+        let sees_it = |keep_none: bool| {
+            let mut cmd = Command::new("sh");
+            cmd.args([
+                "-c",
+                &format!("test -e /proc/self/fd/{}", inherited.as_raw_fd()),
+            ]);
+            if keep_none {
+                keep_no_inherited_files(&mut cmd);
+            }
+            cmd.status().unwrap().success()
+        };
+        assert!(sees_it(false));
+        assert!(!sees_it(true));
     }
 }
