@@ -9,6 +9,16 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+/// The reconcilers, as the `controller` label names them.
+pub const CONTROLLERS: [&str; 6] = [
+    "controller",
+    "nodeset",
+    "restapi",
+    "accounting",
+    "loginset",
+    "token",
+];
+
 /// Labels of a reconcile: which controller, and how it ended.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileLabels {
@@ -58,6 +68,7 @@ pub struct Metrics {
     /// The registry `/metrics` encodes.
     pub registry: Registry,
     reconciles: Family<ReconcileLabels, Counter>,
+    reconcile_errors: Family<ControllerLabel, Counter>,
     reconcile_seconds: Family<ControllerLabel, Histogram>,
     slurm_calls: Family<SlurmCallLabels, Counter>,
     slurm_errors: Family<SlurmErrorLabels, Counter>,
@@ -76,6 +87,25 @@ impl Default for Metrics {
             "Reconciles by controller and result",
             reconciles.clone(),
         );
+        let reconcile_errors = Family::<ControllerLabel, Counter>::default();
+        registry.register(
+            "reconcile_errors",
+            "Reconciles that failed, by controller",
+            reconcile_errors.clone(),
+        );
+        // Every controller's successes and errors are exported from the start, at 0, as
+        // controller-runtime does for Slinky's: an empty family is not exported at all, and a
+        // series that appears only with its first error cannot be alerted on by rate() or
+        // increase().
+        for controller in CONTROLLERS {
+            drop(reconciles.get_or_create(&ReconcileLabels {
+                controller: controller.into(),
+                result: "ok".into(),
+            }));
+            drop(reconcile_errors.get_or_create(&ControllerLabel {
+                controller: controller.into(),
+            }));
+        }
         let reconcile_seconds = Family::<ControllerLabel, Histogram>::new_with_constructor(|| {
             Histogram::new([
                 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
@@ -113,6 +143,7 @@ impl Default for Metrics {
         Metrics {
             registry,
             reconciles,
+            reconcile_errors,
             reconcile_seconds,
             slurm_calls,
             slurm_errors,
@@ -131,6 +162,13 @@ impl Metrics {
                 result: result.into(),
             })
             .inc();
+        if result != "ok" {
+            self.reconcile_errors
+                .get_or_create(&ControllerLabel {
+                    controller: controller.into(),
+                })
+                .inc();
+        }
         self.reconcile_seconds
             .get_or_create(&ControllerLabel {
                 controller: controller.into(),
@@ -173,4 +211,42 @@ impl kube_support::http::EncodeMetrics for Metrics {
 
 fn error_kind(e: &slurm_client::Error) -> String {
     e.kind().as_str().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_controller_is_exported_from_the_start_and_errors_are_counted() {
+        let m = Metrics::default();
+        let text = m.encode();
+        for c in CONTROLLERS {
+            assert!(
+                text.contains(&format!(
+                    "slurm_operator_reconciles_total{{controller=\"{c}\",result=\"ok\"}} 0\n"
+                )),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!(
+                    "slurm_operator_reconcile_errors_total{{controller=\"{c}\"}} 0\n"
+                )),
+                "{text}"
+            );
+        }
+        m.reconciled("nodeset", "ok", Duration::from_millis(5));
+        m.reconciled("nodeset", "slurm", Duration::from_millis(5));
+        m.reconciled("nodeset", "invalid_reference", Duration::from_millis(5));
+        let text = m.encode();
+        for line in [
+            "slurm_operator_reconciles_total{controller=\"nodeset\",result=\"ok\"} 1\n",
+            "slurm_operator_reconciles_total{controller=\"nodeset\",result=\"slurm\"} 1\n",
+            "slurm_operator_reconcile_errors_total{controller=\"nodeset\"} 2\n",
+            "slurm_operator_reconcile_errors_total{controller=\"token\"} 0\n",
+            "slurm_operator_reconcile_duration_seconds_count{controller=\"nodeset\"} 3\n",
+        ] {
+            assert!(text.contains(line), "{line:?} missing in\n{text}");
+        }
+    }
 }

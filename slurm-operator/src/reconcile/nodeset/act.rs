@@ -1,4 +1,5 @@
-//! Applies a NodeSet [`Plan`]: the cluster's worker Service and PDB, pod annotations, Slurm
+//! Applies a NodeSet [`Plan`]: the cluster's worker Service and PDB, the NodeSet's
+//! `N-ssh-config` (with `ssh.enabled`), pod annotations, Slurm
 //! drains and undrains, defunct Slurm node records, Slurm node comments, pod creates and
 //! deletes, labels, pod conditions and status — in that order, each write only when something
 //! changes.
@@ -81,6 +82,7 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
     };
 
     keep(cluster_objects(ctx, t.controller).await);
+    keep(ssh_config(ctx, t.nodeset).await);
 
     for (pod, annotations) in annotations_by_pod(plan) {
         let patch = json!({ "metadata": { "annotations": annotations } });
@@ -398,6 +400,18 @@ async fn cluster_objects(ctx: &Context, controller: &Controller) -> Result<(), E
     let (service, pdb) = render::workers::render(controller, &nodesets)?;
     apply(ctx, service).await?;
     apply(ctx, pdb).await?;
+    Ok(())
+}
+
+/// With `ssh.enabled`, the `N-ssh-config` ConfigMap (`sshd_config`) the pods mount, as Slinky's
+/// `SSHConfig` step makes it; the slurmd image starts sshd beside slurmd when it is mounted and
+/// makes its host keys itself (Slinky's NodeSet has no host-key Secret). Like Slinky, turning
+/// ssh off leaves the ConfigMap, which no pod mounts any more, until the NodeSet goes.
+async fn ssh_config(ctx: &Context, nodeset: &NodeSet) -> Result<(), Error> {
+    if !nodeset.spec.ssh.enabled {
+        return Ok(());
+    }
+    apply(ctx, render::nodeset_pod::ssh_config_map(nodeset)?).await?;
     Ok(())
 }
 
