@@ -62,7 +62,7 @@ pub fn check(workspace: &Path, baseline: Option<&str>, if_changed: bool) -> Resu
         .collect();
     for krate in PUBLISHED.iter().filter(|k| !changed.contains(k)) {
         eprintln!(
-            "{krate}: nothing in {krate}/, {} or the workspace's dependencies changed since {baseline}; its API cannot have (semver check skipped)",
+            "{krate}: nothing in {krate}/src, its build.rs, its manifest (test-only tables aside), {} or the workspace's dependencies changed since {baseline}; its API cannot have (semver check skipped)",
             API_INPUTS.join(", ")
         );
     }
