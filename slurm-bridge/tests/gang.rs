@@ -4,7 +4,8 @@
 //! goes meanwhile; the PodGroups' status follows; a pod whose PodGroup does not exist yet waits
 //! for it; a cordon drains the Slurm node and uncordon resumes it; a node that
 //! loses the external-node label is drained, and deleted from Slurm once idle; an external
-//! node's features and topology follow its annotations.
+//! node's features and topology follow its annotations; the seed's demo (a pod without requests,
+//! then a PodGroup of a ReplicaSet's pods) runs the gang beside that pod.
 
 use crate::common;
 
@@ -273,6 +274,103 @@ async fn gangs_wait_for_each_other_and_cordons_drain() {
         TAINT,
         Duration::from_secs(30),
         str::is_empty,
+    );
+
+    // The seed's demo on the two Slurm nodes left (4 CPUs, 8 GiB each), packing as the demo's
+    // bridge does (`exclusive: false`, here by annotation): a pod without requests gets
+    // defaultMemPerPod, not the node's memory, so a PodGroup of two 3-CPU pods that a
+    // ReplicaSet makes runs beside it.
+    let added = std::time::Instant::now();
+    let packing = "slurmjob.slinky.slurm.net/exclusive: 'false'";
+    env.apply(&format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: lone
+  annotations: {{{packing}}}
+spec:
+  schedulerName: {SCHEDULER}
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: {IMAGE}
+    command: [sleep, "3600"]
+"#
+    ));
+    env.wait_for(
+        "pod/lone",
+        "{.status.phase}",
+        Duration::from_secs(60),
+        |p| p == "Running",
+    );
+    let lone = slurm
+        .get_job(job_of(&env, "lone").parse().unwrap())
+        .await
+        .unwrap()
+        .into_value();
+    assert_eq!(lone.memory_per_node_mb.value(), Some(200), "{lone:?}");
+    assert_eq!(lone.tres_allocated.memory_mb(), Some(200), "{lone:?}");
+    env.apply(&format!(
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: seed\n  annotations: {{{packing}}}\nspec:\n  minMember: 2\n"
+    ));
+    env.apply(&format!(
+        r#"apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: seed
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {{app: seed}}
+  template:
+    metadata:
+      labels: {{app: seed, scheduling.x-k8s.io/pod-group: seed}}
+    spec:
+      schedulerName: {SCHEDULER}
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: main
+        image: {IMAGE}
+        command: [sleep, "3600"]
+        resources:
+          requests: {{cpu: "3", memory: 64Mi}}
+"#
+    ));
+    let seed = |path: &str| {
+        let out = g.ok(&[
+            "get",
+            "pods",
+            "-n",
+            &env.ns.name,
+            "-l",
+            "app=seed",
+            "-o",
+            &format!("jsonpath={{range .items[*]}}{path} {{end}}"),
+        ]);
+        out.split_whitespace().map(String::from).collect::<Vec<_>>()
+    };
+    eventually(
+        "the gang running beside the pod without requests",
+        Duration::from_secs(60),
+        || async { (seed("{.status.phase}") == ["Running", "Running"]).then_some(()) },
+    )
+    .await;
+    assert_eq!(env.get("pod/lone", "{.status.phase}"), "Running");
+    let mut nodes = seed("{.spec.nodeName}");
+    nodes.sort();
+    let lone_node = env.get("pod/lone", "{.spec.nodeName}");
+    assert!(nodes.contains(&lone_node), "{nodes:?} beside {lone_node}");
+    assert_ne!(nodes[0], nodes[1]);
+    env.wait_for(
+        "podgroup/seed",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Running",
+    );
+    env.ground_delete("replicaset/seed");
+    eprintln!(
+        "the seed's sequence: {:.1} s",
+        added.elapsed().as_secs_f64()
     );
 }
 
