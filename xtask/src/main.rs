@@ -1,6 +1,7 @@
 //! The project's own tasks: `cargo xtask --help`.
 
 mod bench;
+mod conformance;
 mod demo;
 mod fixtures;
 mod generate;
@@ -90,6 +91,11 @@ enum Cmd {
     /// Recorded slurmrestd responses for slurm-client's decode tests and benchmarks.
     #[command(subcommand)]
     Fixtures(fixtures::FixturesCmd),
+    /// Conformance with Slinky's own charts: `conformance slinky --chart DIR` installs the `slurm`
+    /// chart of a SlinkyProject/slurm-operator checkout as Helm renders it, on this project's
+    /// CRDs and operator on the test ground, and checks each case comes up and runs a job.
+    #[command(subcommand)]
+    Conformance(conformance::ConformanceCmd),
     /// Cut a release: one version for the crates, images and charts; changelog, semver and
     /// `cargo publish --dry-run` checks, a commit and a tag, then the images and chart packages.
     Release(release::ReleaseArgs),
@@ -147,6 +153,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Image(cmd) => image::run(&workspace(), cmd),
         Cmd::Kube(cmd) => kube::run(cmd, &workspace()),
         Cmd::Helm(cmd) => helm::run(&workspace(), cmd),
+        Cmd::Conformance(cmd) => conformance::run(&workspace(), &cmd),
         Cmd::Release(args) => release::run(&workspace(), &args),
         Cmd::Semver {
             baseline,

@@ -265,6 +265,21 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
         crate::kube::ground::down().map(drop)
     })?;
     deploy?;
+    // Slinky's own charts, when the machine has checkouts of them (see conformance.rs).
+    let slinky_charts = crate::conformance::charts_in_env();
+    if !slinky_charts.is_empty() {
+        t.phase(
+            "Slinky's charts installed as Helm renders them, up and running a job (cargo xtask conformance slinky, for each of $SLINKY_CHARTS)",
+            || {
+                ground_up(workspace)?;
+                let result = slinky_charts
+                    .iter()
+                    .try_for_each(|chart| crate::conformance::slinky(workspace, chart, &[], false));
+                crate::kube::ground::down()?;
+                result
+            },
+        )?;
+    }
     // The tests against local Slurm clusters, beside the ends of the check lanes: a clean run
     // is CPU-bound, and beside the ground tests (at nice 10) they took the CPU those lanes need,
     // which then ran alone on one core at the end.
