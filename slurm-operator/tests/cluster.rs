@@ -3,6 +3,17 @@
 //! nodes' comments name their pods, and the
 //! NodeSet's scale-in drains before it deletes, keeps busy nodes, leaves an admin's drain alone
 //! and keeps every pod while Slurm cannot be asked.
+//!
+//! Beside it, on the same cluster: the NodeSet runs with `ssh.enabled` (its `N-ssh-config`
+//! ConfigMap is made and sshd answers in the slurmd container); a second Token with a one-minute
+//! lifetime is refreshed twice while a REST client that follows its Secret keeps working
+//! ([`token_refresh`]); and the operator's `/metrics` is scraped three times ([`metrics`]):
+//! every reconciler (a LoginSet of 0 replicas and an external Accounting are there for the two
+//! kinds the cluster does not need) counts successful reconciles, no Slurm call fails while
+//! slurmrestd is up, and the NodeSet's failed reconciles count while it is away.
+
+mod metrics;
+mod token_refresh;
 
 use crate::common;
 
@@ -11,11 +22,43 @@ use std::time::{Duration, Instant};
 use common::workers::{LIMIT, NODESET, node, pods, scale, slurm, wait_node, wait_pods};
 use common::{TestEnv, ground};
 
+/// What the cluster test adds to `cluster.yaml`: the sssd.conf Secret that Slinky's chart makes
+/// (`<release>-sssd-conf`), a LoginSet of no replicas, an external Accounting (no slurmdbd is
+/// made for it, nor does the Controller refer to it) and the short-lived Token.
+fn extra_manifest() -> String {
+    use base64::Engine;
+    let sssd = base64::engine::general_purpose::STANDARD.encode("[sssd]\nservices = nss,pam\n");
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: slurm-sssd-conf\ndata:\n  sssd.conf: {sssd}\n\
+         ---\n\
+         apiVersion: slinky.slurm.net/v1beta1\nkind: LoginSet\nmetadata:\n  name: slurm-login-slinky\n\
+         spec:\n  controllerRef: {{name: slurm}}\n  replicas: 0\n  sssdConfRef: {{name: slurm-sssd-conf, key: sssd.conf}}\n\
+         ---\n\
+         apiVersion: slinky.slurm.net/v1beta1\nkind: Accounting\nmetadata:\n  name: slurm-external\n\
+         spec:\n  external: true\n  externalConfig: {{host: slurmdbd.example.com, port: 6819}}\n\
+         ---\n{}",
+        token_refresh::manifest()
+    )
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn slinky_manifests_make_a_working_cluster_that_scales_in_safely() {
     let mut env = TestEnv::new("op-cluster");
-    env.start_operator(&["--slurm-poll", "1s"]);
     env.apply_manifest("cluster.yaml");
+    ground().apply(env.name(), &extra_manifest());
+    // ssh on the workers, as Slinky's chart renders `nodesets.slinky.ssh.enabled: true`; before
+    // the operator starts, so that the first pods have it.
+    ground().ok(&[
+        "patch",
+        "-n",
+        env.name(),
+        &format!("nodeset/{NODESET}"),
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"ssh":{"enabled":true,"sssdConfRef":{"name":"slurm-sssd-conf","key":"sssd.conf"}}}}"#,
+    ]);
+    env.start_operator(&["--slurm-poll", "1s", "--metrics-addr", metrics::ADDR]);
+    let metrics_at = test_support::ground::forward_into_ground(metrics::ADDR.parse().unwrap());
 
     env.wait_for(
         "statefulset/slurm-controller",
@@ -28,6 +71,12 @@ async fn slinky_manifests_make_a_working_cluster_that_scales_in_safely() {
         "{.status.readyReplicas}",
         LIMIT,
         |r| r == "1",
+    );
+    // The short-lived Token, followed from here on beside the rest of the test.
+    let restapi_ip = ground().get(env.name(), "service/slurm-restapi", "{.spec.clusterIP}");
+    let tokens = token_refresh::Follower::start(
+        &env,
+        test_support::ground::forward_into_ground(format!("{restapi_ip}:6820").parse().unwrap()),
     );
     env.wait_for(
         &format!("nodeset/{NODESET}"),
@@ -72,6 +121,69 @@ async fn slinky_manifests_make_a_working_cluster_that_scales_in_safely() {
             n.comment.as_deref() == Some(want.as_str())
         })
         .await;
+    }
+
+    // ssh.enabled: the NodeSet's sshd_config, owned by it, and sshd answering in the slurmd
+    // container beside slurmd (the image starts it when the file is mounted).
+    let cm = format!("configmap/{NODESET}-ssh-config");
+    let sshd = ground().get(env.name(), &cm, "{.data.sshd_config}");
+    assert!(
+        sshd.contains("AuthenticationMethods publickey password"),
+        "{cm}: {sshd:?}"
+    );
+    assert_eq!(
+        ground().get(env.name(), &cm, "{.metadata.ownerReferences[0].name}"),
+        NODESET
+    );
+    let banner = ground().ok(&[
+        "exec",
+        "-n",
+        env.name(),
+        &format!("{NODESET}-0"),
+        "-c",
+        "slurmd",
+        "--",
+        "bash",
+        "-c",
+        "exec 3<>/dev/tcp/127.0.0.1/22; head -c 8 <&3",
+    ]);
+    assert!(banner.starts_with("SSH-2.0-"), "sshd banner {banner:?}");
+
+    // /metrics: every reconciler ran and succeeded, and is timed.
+    let first = metrics::scrape(metrics_at);
+    for c in metrics::CONTROLLERS {
+        assert!(
+            first.ok_reconciles(c) >= 1.0,
+            "no successful {c} reconcile:\n{}",
+            first.lines("slurm_operator_reconciles")
+        );
+        assert!(
+            first.sum(
+                "slurm_operator_reconcile_duration_seconds_count",
+                &[("controller", c)]
+            ) >= 1.0,
+            "{c} reconciles not timed"
+        );
+    }
+    // The error counter is there from the start, one series per controller, and counts only
+    // what failed while slurmrestd was starting: the NodeSet's reconciles that could not read
+    // the Slurm nodes yet.
+    assert!(
+        first.declares("slurm_operator_reconcile_errors", "counter"),
+        "no error counter"
+    );
+    for c in metrics::CONTROLLERS {
+        let series = format!("slurm_operator_reconcile_errors_total{{controller=\"{c}\"}}");
+        assert!(!first.lines(&series).is_empty(), "no {series}");
+        let errors = first.sum(
+            "slurm_operator_reconcile_errors_total",
+            &[("controller", c)],
+        );
+        assert!(
+            errors == 0.0 || c == "nodeset",
+            "{c}: {errors} failed reconciles:\n{}",
+            first.lines("slurm_operator_reconcile")
+        );
     }
 
     // sbatch from inside the cluster runs on all three workers.
@@ -159,6 +271,31 @@ async fn slinky_manifests_make_a_working_cluster_that_scales_in_safely() {
     client.cancel_job(job).await.expect("scancel");
     wait_pods(&env, &[&format!("{NODESET}-0")]);
 
+    // The short Token was refreshed while all this ran; whatever is left of it is waited for here.
+    let waited = tokens.finish();
+    eprintln!(
+        "cluster test: the token refresh check added {:.1}s",
+        waited.as_secs_f64()
+    );
+
+    // The scale-in moved the counters: NodeSet reconciles and drains, and no Slurm call failed.
+    let second = metrics::scrape(metrics_at);
+    assert!(second.ok_reconciles("nodeset") > first.ok_reconciles("nodeset"));
+    assert!(
+        second.sum(
+            "slurm_operator_slurm_requests_total",
+            &[("operation", "drain_node")]
+        ) >= 2.0,
+        "{}",
+        second.lines("slurm_operator_slurm_requests")
+    );
+    assert_eq!(
+        second.sum("slurm_operator_slurm_request_errors_total", &[]),
+        0.0,
+        "{}",
+        second.lines("slurm_operator_slurm_request_errors")
+    );
+
     // Slurm unreachable (slurmrestd scaled away): a scale-in deletes nothing.
     scale(&env, 3);
     wait_pods(
@@ -216,4 +353,27 @@ async fn slinky_manifests_make_a_working_cluster_that_scales_in_safely() {
         Some("admin: disk check")
     );
     common::end_state::assert_full_service(&env, &client, "the scale-ins", &[]).await;
+
+    // The outage was counted: the NodeSet's reconciles failed (invalid_reference: the Slurm
+    // nodes could not be read) while slurmrestd was away.
+    let third = metrics::scrape(metrics_at);
+    let failed = |s: &metrics::Scrape| {
+        s.sum(
+            "slurm_operator_reconciles_total",
+            &[("controller", "nodeset"), ("result", "invalid_reference")],
+        )
+    };
+    assert!(
+        failed(&third) > failed(&second),
+        "{}",
+        third.lines("slurm_operator_reconciles")
+    );
+    let errors = |s: &metrics::Scrape| {
+        s.sum(
+            "slurm_operator_reconcile_errors_total",
+            &[("controller", "nodeset")],
+        )
+    };
+    assert!(errors(&third) - errors(&second) >= failed(&third) - failed(&second));
+    assert!(third.ok_reconciles("nodeset") > second.ok_reconciles("nodeset"));
 }
