@@ -367,6 +367,47 @@ mod tests {
         assert_eq!(r["allowed"], true, "{r}");
     }
 
+    /// Written here in the shape Slinky's chart renders a Controller (Helm's sorted keys, nulls
+    /// for unset values): 1.2's field set, and 1.3's, which adds `ha`. Both are accepted, and
+    /// `ha` switched off draws no warning.
+    #[tokio::test]
+    async fn both_slinky_chart_versions_field_sets() {
+        let v1_2 = json!({
+            "configFileRefs": null,
+            "epilogScriptRefs": null,
+            "epilogSlurmctldScriptRefs": null,
+            "extraConf": null,
+            "jwtKeyRef": {"key": "jwt.key", "name": "slurm-auth-jwt"},
+            "logfile": {"image": {"repository": "docker.io/library/alpine", "tag": "latest"}},
+            "metrics": {"enabled": false, "serviceMonitor": {"enabled": false}},
+            "persistence": {"enabled": true, "resources": {"requests": {"storage": "4Gi"}}},
+            "prologScriptRefs": null,
+            "prologSlurmctldScriptRefs": null,
+            "service": {"spec": null},
+            "slurmKeyRef": {"key": "slurm.key", "name": "slurm-auth-slurm"},
+            "slurmctld": {"image": {"repository": "ghcr.io/slinkyproject/slurmctld", "tag": "26.05-ubuntu26.04"}},
+            "template": {"metadata": {}, "spec": {"affinity": {}, "tolerations": []}},
+        });
+        let mut v1_3 = v1_2.clone();
+        v1_3["ha"] = json!({"backups": 1, "enabled": false});
+        for spec in [v1_2, v1_3] {
+            let c = object("Controller", spec);
+            let r = answer(
+                "controller",
+                &request("Controller", "CREATE", c.clone(), Value::Null),
+            )
+            .await;
+            assert_eq!(r["allowed"], true, "{r}");
+            let warnings = r["warnings"].as_array().cloned().unwrap_or_default();
+            assert!(
+                warnings
+                    .iter()
+                    .all(|w| !w.as_str().unwrap_or("").contains("ha")),
+                "{warnings:?}"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn malformed_requests() {
         let r = answer("token", b"{").await;
