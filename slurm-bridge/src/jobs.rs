@@ -450,17 +450,20 @@ fn started<'a>(job: &mut Job, nodes: impl IntoIterator<Item = &'a str>) {
     job.nodes = Some(slurm_client::hostlist::compress(nodes));
 }
 
-/// Whether `job` is this bridge's: an external job with an admin_comment naming pods and the
-/// bridge's MCS label. The label is what tells two bridges sharing one Slurm cluster apart (give
-/// each its own `mcsLabel`): a bridge never follows, nor cancels as an orphan, another's jobs.
+/// Whether `job` is this bridge's: an external job whose admin_comment names pods and the
+/// bridge's `mcsLabel` (or, written by an older bridge, names no bridge, and the job carries the
+/// label as its MCS label). The label is what tells two bridges sharing one Slurm cluster apart
+/// (give each its own `mcsLabel`): a bridge never follows, nor cancels as an orphan, another's
+/// jobs. The comment is read first because Slurm drops a job's MCS label without an `MCSPlugin`.
 pub fn is_ours(job: &Job, mcs_label: &str) -> bool {
-    job.is_external()
-        && job.mcs_label.as_deref().unwrap_or_default() == mcs_label
-        && job
-            .admin_comment
-            .as_deref()
-            .and_then(AdminComment::parse)
-            .is_some()
+    let Some(comment) = job.admin_comment.as_deref().and_then(AdminComment::parse) else {
+        return false;
+    };
+    let label = match &comment.bridge {
+        Some(bridge) => bridge.as_str(),
+        None => job.mcs_label.as_deref().unwrap_or_default(),
+    };
+    job.is_external() && label == mcs_label
 }
 
 /// Whether two readings differ in anything the decisions use.
@@ -817,6 +820,22 @@ mod tests {
             "kubernetes"
         ));
         assert!(is_ours(&job(&["EXTERNAL_JOB"], None, pods), ""));
+
+        // Without an MCSPlugin, Slurm keeps no MCS label: the comment tells.
+        let marked = Some(r#"{"pods":["ns/a"],"bridge":"kubernetes"}"#);
+        assert!(is_ours(&job(&["EXTERNAL_JOB"], None, marked), "kubernetes"));
+        assert!(is_ours(
+            &job(&["EXTERNAL_JOB"], Some("kubernetes"), marked),
+            "kubernetes"
+        ));
+        assert!(!is_ours(&job(&["EXTERNAL_JOB"], None, marked), "other"));
+        // Another bridge's job is not ours even where Slurm kept no label.
+        let theirs = Some(r#"{"pods":["ns/a"],"bridge":"other"}"#);
+        assert!(!is_ours(
+            &job(&["EXTERNAL_JOB"], None, theirs),
+            "kubernetes"
+        ));
+        assert!(!is_ours(&job(&[], None, marked), "kubernetes"));
     }
 
     #[test]

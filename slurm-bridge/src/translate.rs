@@ -26,22 +26,31 @@ pub struct Workload<'a> {
     pub root: &'a RootFacts,
 }
 
-/// The `admin_comment` linking a job to its pods.
+/// The `admin_comment` linking a job to its pods and to the bridge that submitted it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdminComment {
     /// `<namespace>/<name>` of each pod, sorted.
     pub pods: Vec<String>,
+    /// The submitting bridge's `mcsLabel`. Slurm keeps a job's MCS label only with an
+    /// `MCSPlugin`; the comment keeps it whatever the configuration, so a bridge knows its own
+    /// jobs (to find them again after a restart, and to cancel orphans) without one. Absent in
+    /// the comments of bridges before it, whose jobs are told by their MCS label alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bridge: Option<String>,
 }
 
 impl AdminComment {
-    /// The comment of a job for `pods`.
-    pub fn new(pods: &[&Pod]) -> AdminComment {
+    /// The comment of a job for `pods`, submitted by the bridge whose label is `bridge`.
+    pub fn new(pods: &[&Pod], bridge: &str) -> AdminComment {
         let mut pods: Vec<String> = pods
             .iter()
             .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
             .collect();
         pods.sort();
-        AdminComment { pods }
+        AdminComment {
+            pods,
+            bridge: Some(bridge.to_owned()),
+        }
     }
 
     /// The comment of a bridge job, or `None` for any other text.
@@ -118,7 +127,7 @@ pub fn submission(
         .max_nodes(fields.max_nodes.unwrap_or(pods))
         .tasks_per_node(1)
         .exclusive(fields.exclusive.unwrap_or(config.exclusive))
-        .admin_comment(AdminComment::new(workload.pods).to_text())
+        .admin_comment(AdminComment::new(workload.pods, &config.mcs_label).to_text())
         .excluded_nodes(excluded_nodes)
         .working_directory("/tmp");
     if !config.mcs_label.is_empty() {
@@ -188,7 +197,10 @@ mod tests {
         assert_eq!((job.min_nodes, job.max_nodes), (Some(1), Some(1)));
         assert!(!job.exclusive);
         assert_eq!(job.mcs_label.as_deref(), Some("kubernetes"));
-        assert_eq!(job.admin_comment.as_deref(), Some(r#"{"pods":["ns/a"]}"#));
+        assert_eq!(
+            job.admin_comment.as_deref(),
+            Some(r#"{"pods":["ns/a"],"bridge":"kubernetes"}"#)
+        );
         assert_eq!(job.excluded_nodes, ["n9"]);
         assert_eq!(
             AdminComment::parse(job.admin_comment.as_deref().unwrap())
@@ -270,7 +282,7 @@ mod tests {
         assert!(job.exclusive);
         assert_eq!(
             job.admin_comment.as_deref(),
-            Some(r#"{"pods":["ns/a","ns/b"]}"#)
+            Some(r#"{"pods":["ns/a","ns/b"],"bridge":"kubernetes"}"#)
         );
     }
 

@@ -61,7 +61,13 @@ async fn slurm_places_pods() {
     assert!(job.is_external(), "{job:?}");
     assert_eq!(
         job.admin_comment.as_deref(),
-        Some(format!(r#"{{"pods":["{}/hello"]}}"#, env.ns.name).as_str())
+        Some(
+            format!(
+                r#"{{"pods":["{}/hello"],"bridge":"kubernetes"}}"#,
+                env.ns.name
+            )
+            .as_str()
+        )
     );
     assert_eq!(
         env.get(
