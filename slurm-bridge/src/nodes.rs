@@ -1,7 +1,7 @@
 //! Kubernetes nodes → Slurm nodes:
 //! - a node labelled `scheduler.slinky.slurm.net/external-node` is registered in Slurm as an
-//!   external node (no slurmd: Slurm schedules, the kubelet runs), with its CPUs, memory and
-//!   the partitions of `…/external-node-partitions` (default: the config's partition) as
+//!   external node (no slurmd: Slurm schedules, the kubelet runs), with its allocatable CPUs,
+//!   memory and GPUs (`Gres=gpu:N`), and the partitions of `…/external-node-partitions` (default: the config's partition) as
 //!   features; when the label goes, the Slurm node is drained and deleted once idle;
 //!   an external node's features follow that annotation, and its topology the annotation
 //!   `topology.slinky.slurm.net/spec` (absent: left alone; empty: out of every topology);
@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Taint};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
@@ -29,6 +30,7 @@ use crate::feasible::slurm_name;
 use crate::keys;
 use crate::metrics::Metrics;
 use crate::pods::FIELD_MANAGER;
+use crate::resources::GPU_RESOURCES;
 use crate::taint;
 use kube_support::quantity;
 
@@ -126,27 +128,47 @@ fn topology(node: &Node) -> Result<Option<String>, String> {
     Ok(Some(spec.to_owned()))
 }
 
-/// The `new/node` line of an external node standing for `node`.
+/// What the node offers pods of `resource`: its allocatable (capacity less what the kubelet
+/// keeps for the system), else its capacity; `None` when it lists neither.
+fn offered(node: &Node, resource: &str) -> Result<Option<f64>, String> {
+    fn listed<'a>(map: Option<&'a BTreeMap<String, Quantity>>, key: &str) -> Option<&'a Quantity> {
+        map.and_then(|m| m.get(key))
+    }
+    let status = node.status.as_ref();
+    listed(status.and_then(|s| s.allocatable.as_ref()), resource)
+        .or_else(|| listed(status.and_then(|s| s.capacity.as_ref()), resource))
+        .map(|q| {
+            quantity::parse(&q.0)
+                .map_err(|e| format!("node {}: {resource} {:?}: {e}", node.name_any(), q.0))
+        })
+        .transpose()
+}
+
+/// The `new/node` line of an external node standing for `node`: its allocatable CPUs, memory
+/// and GPUs (`nvidia.com/gpu`, `amd.com/gpu` as `Gres=gpu:N`; Slurm needs `GresTypes=gpu`).
 pub fn node_conf(node: &Node, config: &Config) -> Result<String, String> {
     let name = slurm_name(node);
-    let capacity = node
-        .status
-        .as_ref()
-        .and_then(|s| s.capacity.clone())
-        .unwrap_or_default();
-    let cpus = capacity
-        .get("cpu")
-        .map(|q| quantity::parse(&q.0))
-        .transpose()?
+    let cpus = offered(node, "cpu")?
         .map(|c| c.floor() as u64)
         .filter(|c| *c > 0)
-        .ok_or_else(|| format!("node {}: status.capacity.cpu is missing", node.name_any()))?;
-    let memory_mb = capacity
-        .get("memory")
-        .map(|q| quantity::parse(&q.0))
-        .transpose()?
+        .ok_or_else(|| {
+            format!(
+                "node {}: status.allocatable.cpu is missing",
+                node.name_any()
+            )
+        })?;
+    let memory_mb = offered(node, "memory")?
         .map(|m| (m / 1048576.0).floor() as u64)
         .unwrap_or(1);
+    let mut gpus = 0u64;
+    for resource in GPU_RESOURCES {
+        gpus += offered(node, resource)?.map_or(0, |g| g.floor() as u64);
+    }
+    let gres = if gpus > 0 {
+        format!(" Gres=gpu:{gpus}")
+    } else {
+        String::new()
+    };
     let partitions = partitions(node, config).join(",");
     let topology = topology(node)?
         .filter(|t| !t.is_empty())
@@ -162,8 +184,18 @@ pub fn node_conf(node: &Node, config: &Config) -> Result<String, String> {
         .map(|a| format!(" NodeAddr={}", a.address))
         .unwrap_or_default();
     Ok(format!(
-        "NodeName={name}{address} CPUs={cpus} RealMemory={memory_mb} State=EXTERNAL Feature={partitions}{topology}"
+        "NodeName={name}{address} CPUs={cpus} RealMemory={memory_mb}{gres} State=EXTERNAL Feature={partitions}{topology}"
     ))
+}
+
+/// A `new/node` line without its GPUs, when it has any: a Slurm without `GresTypes=gpu` refuses
+/// the node with them, and a node without its GPUs still takes the pods that need none.
+pub fn without_gres(line: &str) -> Option<String> {
+    let kept: Vec<&str> = line
+        .split(' ')
+        .filter(|w| !w.starts_with("Gres="))
+        .collect();
+    (kept.len() < line.split(' ').count()).then(|| kept.join(" "))
 }
 
 /// The action for one Kubernetes node and its Slurm node (`None`: not in Slurm).
@@ -275,7 +307,17 @@ pub async fn run(
                     tracing::warn!(node = name, error = %e, "cannot register or update the external node");
                     continue;
                 }
-                Ok(NodeAction::Create(line)) => slurm.create_node(&line).await.map(drop),
+                Ok(NodeAction::Create(line)) => match slurm.create_node(&line).await {
+                    Err(e) => match without_gres(&line) {
+                        Some(plain) => {
+                            tracing::warn!(node = name, error = %e, "Slurm refused the node with its GPUs (slurm.conf needs GresTypes=gpu, and slurmctld a gres.conf line such as Name=gpu File=/dev/nvidia[0-7]); registering it without them");
+                            metrics.slurm_call("node_update", Some(&e));
+                            slurm.create_node(&plain).await.map(drop)
+                        }
+                        None => Err(e),
+                    },
+                    Ok(_) => Ok(()),
+                },
                 Ok(NodeAction::Drain(reason)) => slurm.drain_node(&name, &reason).await.map(drop),
                 Ok(NodeAction::Resume) => slurm.resume_node(&name).await.map(drop),
                 Ok(NodeAction::Delete) => slurm.delete_node(&name).await.map(drop),
@@ -366,6 +408,20 @@ mod tests {
                     .into()
             )))
         );
+        // Allocatable, not capacity, and the GPUs as Gres.
+        let gpus = node(
+            "metadata: {name: k2, labels: {scheduler.slinky.slurm.net/external-node: 'true'}}\nstatus: {capacity: {cpu: '8', memory: 16Gi, nvidia.com/gpu: '4'}, allocatable: {cpu: 7500m, memory: 15Gi, nvidia.com/gpu: '2'}}\n",
+        );
+        let line = node_conf(&gpus, &Config::default()).unwrap();
+        assert_eq!(
+            line,
+            "NodeName=k2 CPUs=7 RealMemory=15360 Gres=gpu:2 State=EXTERNAL Feature=slurm-bridge"
+        );
+        assert_eq!(
+            without_gres(&line).as_deref(),
+            Some("NodeName=k2 CPUs=7 RealMemory=15360 State=EXTERNAL Feature=slurm-bridge")
+        );
+        assert_eq!(without_gres("NodeName=k2 CPUs=7"), None);
         // Not labelled, not in Slurm: never looked up.
         assert_eq!(
             decide(&node("metadata: {name: cp}\n"), None, &Config::default()),

@@ -1,14 +1,16 @@
 //! The bridge on the test ground against a real Slurm 26.05 (slurmctld and slurmrestd in pods,
 //! external nodes for the ground's nodes): pods are placed by Slurm, bound where their job runs,
 //! packed by their requests, ended with their job, and nothing is deleted while slurmrestd is
-//! away or after the bridge restarts; crashes at any point leave one job per pod.
+//! away or after the bridge restarts; crashes at any point leave one job per pod. GPUs go to
+//! Slurm as GRES both ways, a pod Slurm does not place keeps the bridge's off a node it fills,
+//! and `/metrics` counts what happened.
 
 use crate::common;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use common::{TestEnv, eventually, external_nodes, pod};
+use common::{IMAGE, SCHEDULER, TestEnv, eventually, external_nodes, ground, pod};
 use slurm_client::{JobQuery, JobState};
 
 /// SIGKILLs and restarts the bridge as soon as it logs `step` for a storm pod (or after 20 s).
@@ -24,6 +26,68 @@ async fn crash_at(env: &mut TestEnv, step: &str) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     env.bridge().crash_restart();
+}
+
+/// A bare pod of the bridge packed by its requests: `cpu` CPUs, 64 MiB, and `extra` lines of
+/// its resources (e.g. limits).
+fn sized_pod(name: &str, cpu: &str, extra: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  schedulerName: {SCHEDULER}
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: {IMAGE}
+    command: [sleep, "3600"]
+    resources:
+      requests: {{cpu: "{cpu}", memory: 64Mi}}
+{extra}"#
+    )
+}
+
+/// A 1-CPU pod of the bridge with `gpus` GPUs.
+fn gpu_pod(name: &str, gpus: u32) -> String {
+    sized_pod(
+        name,
+        "1",
+        &format!("      limits: {{nvidia.com/gpu: \"{gpus}\"}}\n"),
+    )
+}
+
+/// Waits until `pod` runs; gives its node.
+fn running_on(env: &TestEnv, pod: &str) -> String {
+    let what = format!("pod/{pod}");
+    env.wait_for(&what, "{.status.phase}", Duration::from_secs(60), |p| {
+        p == "Running"
+    });
+    env.get(&what, "{.spec.nodeName}")
+}
+
+fn job_id(env: &TestEnv, pod: &str) -> u32 {
+    env.get(
+        &format!("pod/{pod}"),
+        "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}",
+    )
+    .parse()
+    .expect("the pod carries its job id")
+}
+
+/// Deletes `pods`, waiting until they are gone.
+fn delete_pods(env: &TestEnv, pods: &[&str]) {
+    let mut args = vec![
+        "delete",
+        "pods",
+        "-n",
+        &env.ns.name,
+        "--wait=true",
+        "--timeout=60s",
+    ];
+    args.extend(pods);
+    ground().ok(&args);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -85,6 +149,127 @@ async fn slurm_places_pods() {
     })
     .await;
 
+    // GPUs (the ground's nodes have 2 each, `nvidia.com/gpu`): the external nodes are
+    // registered with them (Gres=gpu:2), a 2-GPU pod and a 1-GPU pod take two nodes, and a
+    // second 1-GPU pod packs beside the first.
+    let added = Instant::now();
+    for node in external_nodes(&env, &slurm).await {
+        assert_eq!(node.gres.as_deref(), Some("gpu:2"), "{node:?}");
+    }
+    env.apply(&format!(
+        "{}---\n{}",
+        gpu_pod("gpu-2", 2),
+        gpu_pod("gpu-1", 1)
+    ));
+    let (two, one) = (running_on(&env, "gpu-2"), running_on(&env, "gpu-1"));
+    assert_ne!(two, one, "2 + 1 GPUs do not fit on a node of 2");
+    env.apply(&gpu_pod("gpu-1b", 1));
+    assert_eq!(
+        running_on(&env, "gpu-1b"),
+        one,
+        "packed beside the 1-GPU pod"
+    );
+    for (pod, gpus) in [("gpu-2", 2), ("gpu-1", 1), ("gpu-1b", 1)] {
+        let job = slurm.get_job(job_id(&env, pod)).await.unwrap().into_value();
+        assert_eq!(
+            job.tres_per_node.as_deref(),
+            Some(format!("gres/gpu={gpus}").as_str())
+        );
+    }
+    let used = slurm.get_node(&one).await.unwrap().into_value();
+    assert!(
+        used.gres_used
+            .as_deref()
+            .is_some_and(|g| g.starts_with("gpu:2")),
+        "{used:?}"
+    );
+    delete_pods(&env, &["gpu-2", "gpu-1", "gpu-1b"]);
+    eprintln!("GPUs: {:.1} s", added.elapsed().as_secs_f64());
+
+    // Kubernetes-side fit: a pod bound straight to a node (as a DaemonSet's are, Slurm knows
+    // nothing of it) takes 3 of its 4 CPUs; a 2-CPU pod of the bridge is placed elsewhere, its
+    // job excluding that node, and never fails with OutOfcpu.
+    let added = Instant::now();
+    let full = env.nodes[1].clone();
+    env.apply(&format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: daemon
+spec:
+  nodeName: {full}
+  terminationGracePeriodSeconds: 1
+  tolerations: [{{operator: Exists}}]
+  containers:
+  - name: main
+    image: {IMAGE}
+    command: [sleep, "3600"]
+    resources:
+      requests: {{cpu: "3", memory: 64Mi}}
+"#
+    ));
+    assert_eq!(running_on(&env, "daemon"), full);
+    env.apply(&sized_pod("fit", "2", ""));
+    let placed = running_on(&env, "fit");
+    assert_ne!(placed, full, "placed beside a pod it does not fit beside");
+    let job = slurm
+        .get_job(job_id(&env, "fit"))
+        .await
+        .unwrap()
+        .into_value();
+    let excluded =
+        slurm_client::hostlist::expand(job.excluded_nodes.as_deref().unwrap_or_default()).unwrap();
+    assert!(excluded.contains(&full), "{excluded:?} lacks {full}");
+    for pod in ["daemon", "fit"] {
+        assert_eq!(
+            env.get(&format!("pod/{pod}"), "{.status.phase} {.status.reason}"),
+            "Running ",
+            "{pod}"
+        );
+    }
+    let reasons = env.get("events", "{.items[*].reason}");
+    assert!(
+        !reasons.split_whitespace().any(|r| r.starts_with("OutOf")),
+        "{reasons}"
+    );
+    delete_pods(&env, &["daemon", "fit"]);
+    eprintln!(
+        "Kubernetes-side fit: {:.1} s",
+        added.elapsed().as_secs_f64()
+    );
+
+    // /metrics: each bound pod counted once (hello, the GPU pods, fit), and nothing failed.
+    let scraped = env.metrics();
+    let bound = |m: &common::Metrics| {
+        m.sum("slurm_bridge_actions_total", &[("operation", "bind")])
+            - m.sum("slurm_bridge_action_errors_total", &[("operation", "bind")])
+    };
+    assert_eq!(bound(&scraped), 5.0, "{}", scraped.0);
+    assert_eq!(
+        scraped.sum("slurm_bridge_actions_total", &[("operation", "submit")]),
+        5.0,
+        "{}",
+        scraped.0
+    );
+    assert_eq!(
+        scraped.sum("slurm_bridge_pod_bind_seconds_count", &[]),
+        5.0,
+        "{}",
+        scraped.0
+    );
+    assert_eq!(
+        scraped.sum("slurm_bridge_action_errors_total", &[]),
+        0.0,
+        "{}",
+        scraped.0
+    );
+    assert!(
+        scraped.sum(
+            "slurm_bridge_slurm_requests_total",
+            &[("operation", "submit_job")]
+        ) >= 5.0
+    );
+
     // Packing: four 1-CPU pods that Kubernetes allows on one 4-CPU node share it.
     let target = env.nodes[0].clone();
     for i in 0..4 {
@@ -139,6 +324,7 @@ async fn slurm_places_pods() {
     );
 
     // slurmrestd away for a minute: nothing is deleted.
+    let before = env.metrics();
     env.scale_restapi(0);
     tokio::time::sleep(Duration::from_secs(60)).await;
     for i in 1..4 {
@@ -156,6 +342,15 @@ async fn slurm_places_pods() {
         );
     }
     env.scale_restapi(1);
+    // The metrics say so: failed Slurm calls, no pod bound, deleted or cancelled meanwhile.
+    let after = env.metrics();
+    let errors = |m: &common::Metrics| m.sum("slurm_bridge_slurm_request_errors_total", &[]);
+    assert!(errors(&after) > errors(&before), "{}", after.0);
+    for action in ["bind", "delete", "cancel", "submit"] {
+        let count =
+            |m: &common::Metrics| m.sum("slurm_bridge_actions_total", &[("operation", action)]);
+        assert_eq!(count(&after), count(&before), "{action}: {}", after.0);
+    }
 
     // A restarted bridge finds its jobs again: no second job for any pod, and new pods still run.
     env.bridge().restart();

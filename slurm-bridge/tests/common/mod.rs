@@ -26,6 +26,9 @@ pub const EXTERNAL: &str = "scheduler.slinky.slurm.net/external-node";
 pub const MANAGED_NODE: &str = "slinky.slurm.net/managed-node";
 /// A taint no test pod tolerates (tests put it on a node and take it off).
 pub const KEEP_OFF: &str = "example.com/keep-off";
+/// Where the bridge serves `/metrics`, inside the ground's network namespace (one test runs at
+/// a time).
+pub const METRICS_ADDR: &str = "127.0.0.1:18080";
 
 pub fn ground() -> &'static Ground {
     Ground::shared()
@@ -226,7 +229,7 @@ impl TestEnv {
             "--health-addr",
             "0",
             "--metrics-addr",
-            "0",
+            METRICS_ADDR,
             "--webhook-addr",
             "0",
         ];
@@ -271,6 +274,50 @@ impl TestEnv {
     /// The bridge's log so far.
     pub fn bridge_log(&self) -> String {
         self.bridge.as_ref().map(|b| b.log()).unwrap_or_default()
+    }
+
+    /// The bridge's `/metrics`, as Prometheus scrapes it.
+    pub fn metrics(&self) -> Metrics {
+        use std::io::{Read as _, Write as _};
+        let local = forward_into_ground(METRICS_ADDR.parse().unwrap());
+        let mut conn = std::net::TcpStream::connect(local).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: bridge\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        conn.read_to_string(&mut answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        assert!(
+            head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+            "GET /metrics: {head}\n{}",
+            self.bridge_log()
+        );
+        Metrics(body.to_owned())
+    }
+}
+
+/// A scrape of the bridge's `/metrics`.
+#[derive(Debug, Clone)]
+pub struct Metrics(pub String);
+
+impl Metrics {
+    /// The sum of the samples of `name` whose labels include every `label="value"` pair of
+    /// `labels` (`&[]`: all of them); 0 when there is none.
+    pub fn sum(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        self.0
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let (series, value) = l.rsplit_once(' ')?;
+                let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
+                (metric == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\""))))
+                .then(|| value.parse::<f64>().ok())?
+            })
+            .sum()
     }
 }
 
