@@ -5,7 +5,7 @@
 //! and keeps every pod while Slurm cannot be asked.
 //!
 //! Beside it, on the same cluster: the NodeSet runs with `ssh.enabled` (its `N-ssh-config`
-//! ConfigMap is made and sshd answers in the slurmd container); a second Token with a one-minute
+//! ConfigMap is made and sshd answers in the slurmd container); a second Token with a 40-second
 //! lifetime is refreshed twice while a REST client that follows its Secret keeps working
 //! ([`token_refresh`]); and the operator's `/metrics` is scraped three times ([`metrics`]):
 //! every reconciler (a LoginSet of 0 replicas and an external Accounting are there for the two

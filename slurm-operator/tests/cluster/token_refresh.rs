@@ -21,14 +21,17 @@ use slurm_client::{Client, JwtClaims, TokenFile, verify_hs256};
 
 use crate::common::{TestEnv, ground};
 
-/// The Token: the shortest lifetime worth a test (the CRD, like Slinky's, sets no minimum):
-/// refreshed every 48 s (four fifths), 12 s before it expires.
+/// The Token, with a lifetime short enough for two refreshes to come while the rest of the
+/// cluster test runs (the CRD, like Slinky's, sets no minimum): refreshed every 32 s (four
+/// fifths), 8 s before it expires, which leaves the operator and this test's 1 s poll of the
+/// Secret several seconds on a loaded machine.
 pub const TOKEN: &str = "slurm-token-short";
-const LIFETIME: &str = "1m";
+const LIFETIME: &str = "40s";
+const LIFETIME_SECS: u64 = 40;
 const SECRET: &str = "slurm-token-short-jwt-slurm";
 /// Refreshes to watch after the first token.
 const REFRESHES: usize = 2;
-/// How often the Secret is read (the kubelet's sync is slower; the margin is 12 s).
+/// How often the Secret is read (the kubelet's sync is slower; the margin is 8 s).
 const SECRET_POLL: Duration = Duration::from_secs(1);
 /// How often the client asks slurmrestd.
 const REQUEST_EVERY: Duration = Duration::from_secs(1);
@@ -223,7 +226,11 @@ impl Follower {
                 new.claims.iat,
                 old.claims.iat
             );
-            assert_eq!(new.claims.exp - new.claims.iat, 60, "lifetime {LIFETIME}");
+            assert_eq!(
+                new.claims.exp - new.claims.iat,
+                LIFETIME_SECS,
+                "lifetime {LIFETIME}"
+            );
             assert!(
                 new.at < old.claims.exp as f64,
                 "token replaced at {:.1}, after the old one expired at {}",
