@@ -1,6 +1,7 @@
 //! The ConfigMaps and Secrets a pod refers to (env, envFrom, volumes, projected volumes), read
-//! once before its containers are created. An absent object is simply not in the map: whether
-//! that is an error depends on the `optional` flag where it is used.
+//! before its containers are created, and again for its volumes while it runs. An absent object
+//! is simply not in the map: whether that is an error depends on the `optional` flag where it is
+//! used.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -22,6 +23,27 @@ pub struct Refs {
 
 impl Refs {
     pub async fn fetch(client: &Client, pod: &Pod) -> Result<Refs> {
+        let mut refs = Refs::fetch_objects(client, pod).await?;
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let claim_api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+        for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+            let Some(claim) = &v.persistent_volume_claim else {
+                continue;
+            };
+            let name = &claim.claim_name;
+            let pvc = claim_api
+                .get_opt(name)
+                .await
+                .with_context(|| format!("reading persistentvolumeclaim {ns}/{name}"))?
+                .with_context(|| format!("persistentvolumeclaim {ns}/{name} not found"))?;
+            let uid = pvc.metadata.uid.unwrap_or_default();
+            refs.claims.insert(name.clone(), uid);
+        }
+        Ok(refs)
+    }
+
+    /// The ConfigMaps and Secrets alone (no claims): what a running pod's volume refresh needs.
+    pub async fn fetch_objects(client: &Client, pod: &Pod) -> Result<Refs> {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let (cms, secrets) = names(pod);
         let mut refs = Refs::default();
@@ -68,20 +90,6 @@ impl Refs {
                 );
                 refs.secrets.insert(name, data);
             }
-        }
-        let claim_api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
-        for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
-            let Some(claim) = &v.persistent_volume_claim else {
-                continue;
-            };
-            let name = &claim.claim_name;
-            let pvc = claim_api
-                .get_opt(name)
-                .await
-                .with_context(|| format!("reading persistentvolumeclaim {ns}/{name}"))?
-                .with_context(|| format!("persistentvolumeclaim {ns}/{name} not found"))?;
-            let uid = pvc.metadata.uid.unwrap_or_default();
-            refs.claims.insert(name.clone(), uid);
         }
         Ok(refs)
     }

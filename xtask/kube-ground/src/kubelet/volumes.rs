@@ -1,8 +1,9 @@
 //! A pod's volumes made into host directories the runtime bind-mounts: configMap, secret,
 //! projected, downwardAPI and emptyDir under the pod's own directory, hostPath as it is, and a
 //! persistentVolumeClaim as one directory per claim that outlives its pods (the test ground's
-//! only storage). Files are written once, when the pod starts; later changes of a ConfigMap are
-//! not propagated into running pods.
+//! only storage). Files are written when the pod starts; while it runs, [`refresh`] writes the
+//! files of its ConfigMaps and Secrets again when those change, as the kubelet's periodic sync
+//! does.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{PermissionsExt, chown};
@@ -206,6 +207,137 @@ fn one(pod: &Pod, v: &Volume, inputs: &Inputs) -> Result<HostVolume> {
     )
 }
 
+/// A running pod's configMap and secret volumes, and the ConfigMap and Secret sources of its
+/// projected volumes, brought up to date with `inputs.refs`, as the kubelet does on its periodic
+/// sync: each changed file is replaced by a rename (a reader sees the old file or the new one,
+/// never a part), so a container that watches its files sees the change; a subPath mount keeps
+/// the file it was given, as in Kubernetes. A ConfigMap or Secret that cannot be read leaves its
+/// files as they are, and files of keys that went stay. Returns the volumes that changed.
+pub fn refresh(pod: &Pod, inputs: &Inputs) -> Result<Vec<String>> {
+    let mut changed = Vec::new();
+    let spec = pod.spec.as_ref().context("pod has no spec")?;
+    let fs_group = spec
+        .security_context
+        .as_ref()
+        .and_then(|s| s.fs_group)
+        .map(|g| g as u32);
+    for v in spec.volumes.iter().flatten() {
+        let dir = inputs.pod_dir.join("volumes").join(&v.name);
+        // Each source's files (None: its object could not be read), items and default mode.
+        let mut sources: Vec<Source<'_>> = Vec::new();
+        if let Some(cm) = &v.config_map {
+            let data = select(
+                inputs.refs.config_map_data(&cm.name),
+                cm.items.as_deref(),
+                cm.optional,
+            );
+            sources.push((data.ok(), cm.items.as_deref(), mode(cm.default_mode, 0o644)));
+        } else if let Some(s) = &v.secret {
+            let data = select(
+                inputs
+                    .refs
+                    .secret_data(s.secret_name.as_deref().unwrap_or_default()),
+                s.items.as_deref(),
+                s.optional,
+            );
+            sources.push((data.ok(), s.items.as_deref(), mode(s.default_mode, 0o644)));
+        } else if let Some(p) = &v.projected {
+            let default = mode(p.default_mode, 0o644);
+            for source in p.sources.iter().flatten() {
+                if let Some(cm) = &source.config_map {
+                    let data = select(
+                        inputs.refs.config_map_data(&cm.name),
+                        cm.items.as_deref(),
+                        cm.optional,
+                    );
+                    sources.push((data.ok(), cm.items.as_deref(), default));
+                }
+                if let Some(s) = &source.secret {
+                    let data = select(
+                        inputs.refs.secret_data(&s.name),
+                        s.items.as_deref(),
+                        s.optional,
+                    );
+                    sources.push((data.ok(), s.items.as_deref(), default));
+                }
+            }
+        }
+        let mut any = false;
+        for (data, items, default) in sources {
+            if let Some(files) = data {
+                any |= replace_changed(&dir, &files, items, default)
+                    .with_context(|| format!("volume {:?}", v.name))?;
+            }
+        }
+        if any {
+            if let Some(gid) = fs_group {
+                set_group(&dir, gid, true)
+                    .with_context(|| format!("volume {:?}: fsGroup {gid}", v.name))?;
+            }
+            changed.push(v.name.clone());
+        }
+    }
+    Ok(changed)
+}
+
+/// One source of a volume as [`refresh`] sees it.
+type Source<'a> = (Option<Data>, Option<&'a [KeyToPath]>, u32);
+
+/// Whether `pod` has volumes [`refresh`] keeps up to date.
+pub fn has_refreshed(pod: &Pod) -> bool {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .any(|v| {
+            v.config_map.is_some()
+                || v.secret.is_some()
+                || v.projected.as_ref().is_some_and(|p| {
+                    p.sources
+                        .iter()
+                        .flatten()
+                        .any(|s| s.config_map.is_some() || s.secret.is_some())
+                })
+        })
+}
+
+/// [`write_files`] for a volume in use: only the files whose content differs, each written
+/// beside its place as `..kg-new-<name>` (a name that tools skipping the kubelet's `..data`
+/// entries skip too) and renamed over it. Whether any changed.
+fn replace_changed(
+    dir: &Path,
+    files: &Data,
+    items: Option<&[KeyToPath]>,
+    default: u32,
+) -> Result<bool> {
+    let mut changed = false;
+    for (rel, content) in files {
+        if rel.starts_with('/') || rel.split('/').any(|p| p == "..") {
+            bail!("file path {rel:?} must be relative and stay inside the volume");
+        }
+        let path = dir.join(rel);
+        if std::fs::read(&path).is_ok_and(|old| old == *content) {
+            continue;
+        }
+        let parent = path.parent().unwrap_or(dir);
+        std::fs::create_dir_all(parent)?;
+        let file_name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let tmp = parent.join(format!("..kg-new-{file_name}"));
+        std::fs::write(&tmp, content).with_context(|| format!("writing {}", tmp.display()))?;
+        let m = items
+            .and_then(|items| items.iter().find(|i| i.path == *rel))
+            .and_then(|i| i.mode)
+            .map(|m| m as u32 & 0o7777)
+            .unwrap_or(default);
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(m))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("replacing {}", path.display()))?;
+        changed = true;
+    }
+    Ok(changed)
+}
+
 fn mode(m: Option<i32>, default: u32) -> u32 {
     m.map(|m| m as u32 & 0o7777).unwrap_or(default)
 }
@@ -359,6 +491,73 @@ mod tests {
         .unwrap();
         let err = format!("{:#}", prepare(&missing, &inputs).unwrap_err());
         assert!(err.contains("\"v\"") && err.contains("absent"), "{err}");
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn refresh_replaces_changed_files_only() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = std::env::temp_dir().join(format!("kg-refresh-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let data = |conf: &str| {
+            let mut d = Data::new();
+            d.insert("slurm.conf".into(), conf.as_bytes().to_vec());
+            d.insert("cgroup.conf".into(), b"CgroupPlugin=disabled\n".to_vec());
+            d
+        };
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"containers": [], "volumes": [
+                {"name": "etc", "projected": {"defaultMode": 0o640, "sources": [
+                    {"configMap": {"name": "cfg"}},
+                    {"secret": {"name": "key", "items": [{"key": "slurm.key", "path": "slurm.key"}]}},
+                ]}},
+                {"name": "plain", "configMap": {"name": "cfg"}},
+                {"name": "scratch", "emptyDir": {}},
+            ]}
+        }))
+        .unwrap();
+        assert!(has_refreshed(&pod));
+        let key = |k: &str| Data::from([("slurm.key".to_string(), k.as_bytes().to_vec())]);
+        let claims = tmp.join("claims");
+        let inputs = |refs| Inputs {
+            refs,
+            pod_dir: &tmp,
+            claims_dir: &claims,
+            token: "t",
+            ca_crt: b"ca",
+        };
+        let refs = Refs::with(&[("cfg", data("A=1\n"))], &[("key", key("k1"))]);
+        let vols = prepare(&pod, &inputs(&refs)).unwrap();
+        let etc = &vols["etc"].path;
+        let ino = |f: &str| std::fs::metadata(etc.join(f)).unwrap().ino();
+        let (conf_before, cgroup_before) = (ino("slurm.conf"), ino("cgroup.conf"));
+
+        assert!(refresh(&pod, &inputs(&refs)).unwrap().is_empty());
+        let refs = Refs::with(&[("cfg", data("A=2\n"))], &[("key", key("k1"))]);
+        assert_eq!(refresh(&pod, &inputs(&refs)).unwrap(), ["etc", "plain"]);
+        assert_eq!(std::fs::read(etc.join("slurm.conf")).unwrap(), b"A=2\n");
+        assert_ne!(ino("slurm.conf"), conf_before, "replaced by a rename");
+        assert_eq!(ino("cgroup.conf"), cgroup_before, "an unchanged file stays");
+        assert_eq!(
+            std::fs::metadata(etc.join("slurm.conf"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o640
+        );
+        assert!(
+            !std::fs::read_dir(etc)
+                .unwrap()
+                .any(|e| { e.unwrap().file_name().to_string_lossy().starts_with("..") })
+        );
+
+        // A ConfigMap that cannot be read leaves its files; the Secret's change still lands.
+        let refs = Refs::with(&[], &[("key", key("k2"))]);
+        assert_eq!(refresh(&pod, &inputs(&refs)).unwrap(), ["etc"]);
+        assert_eq!(std::fs::read(etc.join("slurm.conf")).unwrap(), b"A=2\n");
+        assert_eq!(std::fs::read(etc.join("slurm.key")).unwrap(), b"k2");
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 

@@ -47,6 +47,9 @@ pub struct Ctx {
 const BACKOFF_START: Duration = Duration::from_secs(10);
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
 const RETRY_SETUP: Duration = Duration::from_secs(5);
+/// How often a running pod's ConfigMap and Secret volumes are brought up to date (a real
+/// kubelet: its sync period, a minute, plus its cache's; sooner here, for short tests).
+const VOLUME_SYNC: Duration = Duration::from_secs(10);
 
 struct Slot {
     c: Container,
@@ -134,9 +137,14 @@ pub async fn run(ctx: Arc<Ctx>, mut updates: watch::Receiver<Option<Pod>>) {
             _ = tokio::time::sleep(RETRY_SETUP) => {}
         }
     }
+    let mut volumes_synced = Instant::now();
     loop {
         w.step().await;
         w.push_status().await;
+        if volumes_synced.elapsed() >= VOLUME_SYNC {
+            volumes_synced = Instant::now();
+            w.refresh_volumes().await;
+        }
         let wake = w.next_wake();
         tokio::select! {
             changed = updates.changed() => {
@@ -244,6 +252,33 @@ impl Worker {
                 .with_context(|| format!("container {:?}", slot.c.name))?;
         }
         Ok(())
+    }
+
+    /// Writes the pod's ConfigMap and Secret volumes again where those objects changed; a
+    /// failure is logged and the files stay as they were (the next sync tries again).
+    async fn refresh_volumes(&mut self) {
+        if self.finished || self.sandbox.is_none() || !volumes::has_refreshed(&self.pod) {
+            return;
+        }
+        let result = async {
+            let refs = Refs::fetch_objects(&self.ctx.client, &self.pod).await?;
+            let inputs = volumes::Inputs {
+                refs: &refs,
+                pod_dir: &self.dir,
+                claims_dir: &self.ctx.claims_dir,
+                token: "",
+                ca_crt: &self.ctx.ca_crt,
+            };
+            volumes::refresh(&self.pod, &inputs)
+        }
+        .await;
+        match result {
+            Ok(changed) if !changed.is_empty() => {
+                tracing::info!(pod = %self.pod_ref, volumes = ?changed, "volumes updated");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(pod = %self.pod_ref, "volume refresh failed: {e:#}"),
+        }
     }
 
     fn restart_policy(&self) -> &str {
