@@ -267,7 +267,7 @@ pub(crate) fn plan_with(
         if let UpdateStrategy::RollingUpdate { max_unavailable } = ns.update {
             let pool: Vec<Candidate<'_>> = running.iter().map(|p| candidate(p)).collect();
             condemned.extend(
-                rolling_update_victims(ns, max_unavailable, &pool, input.now)
+                rolling_update_victims(ns, max_unavailable, &pool, nodes, input.now)
                     .into_iter()
                     .map(|c| (c.pod, DeleteReason::Update)),
             );

@@ -1047,6 +1047,65 @@ fn rolling_update_table() {
 }
 
 #[test]
+fn rolling_update_waits_for_the_new_pods_slurm_node() {
+    // gpu-0 is new and ready in Kubernetes for 5 s (within the registration grace); gpu-1 is
+    // old. One unavailable pod at a time.
+    let mut ns = nodeset(2);
+    ns.update = UpdateStrategy::RollingUpdate {
+        max_unavailable: MaxUnavailable::Count(1),
+    };
+    let fresh = PodView {
+        ready_since: Some(now() - SignedDuration::from_secs(5)),
+        ..pod(0)
+    };
+    let pods = vec![fresh, old(1)];
+    const PRESTOP: &str = "slurm-operator: Pod is terminating";
+    let cases: Vec<(&str, Option<Node>, Vec<&str>)> = vec![
+        (
+            "registered and idle: the old pod goes",
+            Some(idle("gpu-0")),
+            vec!["gpu-1"],
+        ),
+        ("not registered yet: wait", None, vec![]),
+        (
+            "registered, still drained by the preStop hook of the pod it replaced: wait",
+            Some(node("gpu-0", NodeState::Idle, &["DRAIN"], Some(PRESTOP))),
+            vec![],
+        ),
+        (
+            "still down from the preStop hook: wait",
+            Some(node("gpu-0", NodeState::Down, &[], Some(PRESTOP))),
+            vec![],
+        ),
+        (
+            "not responding: wait",
+            Some(node("gpu-0", NodeState::Idle, &["NOT_RESPONDING"], None)),
+            vec![],
+        ),
+        (
+            "an administrator's drain does not hold the rollout",
+            Some(node("gpu-0", NodeState::Idle, &["DRAIN"], Some("bad DIMM"))),
+            vec!["gpu-1"],
+        ),
+        (
+            "busy: it takes jobs",
+            Some(node("gpu-0", NodeState::Allocated, &[], None)),
+            vec!["gpu-1"],
+        ),
+    ];
+    for (why, gpu0, want) in cases {
+        let mut nodes = map(vec![idle("gpu-1")]);
+        nodes.extend(gpu0.map(|n| (n.name.clone(), n)));
+        let p = run(&ns, &pods, SlurmView::Nodes(&nodes));
+        assert_eq!(p.waiting_for_drain, want, "{why}");
+        assert!(p.delete.is_empty(), "{why}: {:?}", p.delete);
+    }
+    // Without a RestApi the rollout goes by Kubernetes alone.
+    let p = run(&ns, &pods, SlurmView::NotConfigured);
+    assert_eq!(deleted(&p), vec![("gpu-1", DeleteReason::Update)]);
+}
+
+#[test]
 fn condemned_pod_stays_the_victim_across_passes() {
     // gpu-1 was picked in an earlier pass: cordoned, drained for scale-in, still busy.
     let mut ns = nodeset(4);

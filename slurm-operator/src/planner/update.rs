@@ -1,19 +1,25 @@
 //! RollingUpdate: which old-revision pods to replace now.
 
-use jiff::Timestamp;
+use std::collections::HashMap;
 
+use jiff::Timestamp;
+use slurm_client::model::{Node, NodeState};
+
+use super::drain::REASON_PREFIX;
 use super::victims::{Candidate, sort_for_deletion};
-use super::view::{MaxUnavailable, NodeSetView};
+use super::view::{MaxUnavailable, NodeSetView, PodView};
 
 /// Old-revision pods to condemn now, from `pods` (the live pods of this scaling mode, none
 /// terminating or terminal): every unhealthy one, then healthy ones in deletion order while
-/// fewer than `maxUnavailable` are unavailable. New-revision pods that are not available and
-/// replica slots without a live pod count as unavailable; a pod being drained is still
-/// available, and sorts first again because it is cordoned.
+/// fewer than `maxUnavailable` are unavailable. New-revision pods that are not available, or
+/// whose Slurm node does not take jobs yet (see [`takes_jobs`]; `nodes`: the Slurm nodes, when
+/// known), and replica slots without a live pod count as unavailable; a pod being drained is
+/// still available, and sorts first again because it is cordoned.
 pub fn rolling_update_victims<'a>(
     nodeset: &NodeSetView,
     max_unavailable: MaxUnavailable,
     pods: &[Candidate<'a>],
+    nodes: Option<&HashMap<String, Node>>,
     now: Timestamp,
 ) -> Vec<Candidate<'a>> {
     let total = nodeset.replicas;
@@ -27,7 +33,10 @@ pub fn rolling_update_victims<'a>(
     let empty_slots = total.saturating_sub(live);
     let unavailable_new = new
         .iter()
-        .filter(|c| !c.pod.is_available(nodeset.min_ready_seconds, now))
+        .filter(|c| {
+            !c.pod.is_available(nodeset.min_ready_seconds, now)
+                || nodes.is_some_and(|nodes| !takes_jobs(c.pod, nodes))
+        })
         .count() as u32;
     let budget = max_unavailable
         .scaled(total)
@@ -35,4 +44,26 @@ pub fn rolling_update_victims<'a>(
     sort_for_deletion(&mut healthy_old);
     victims.extend(healthy_old.into_iter().take(budget as usize));
     victims
+}
+
+/// Whether a new pod's Slurm node takes jobs, as far as the rollout is concerned: registered,
+/// answering, and not drained or down for a reason of the operator's. A replacement registers
+/// under the old pod's name, whose record the preStop hook left DOWN and drained (`slurm-operator:
+/// Pod is terminating`) until the operator lifts that: Kubernetes calls the pod ready before
+/// Slurm would run a job there, and the next old pod drained at that moment would leave one
+/// node fewer than `maxUnavailable` allows. An administrator's drain or down does not hold the
+/// rollout. A pod without a hostname is judged by Kubernetes alone.
+fn takes_jobs(pod: &PodView, nodes: &HashMap<String, Node>) -> bool {
+    if pod.slurm_node.is_empty() {
+        return true;
+    }
+    let Some(node) = nodes.get(&pod.slurm_node) else {
+        return false;
+    };
+    let ours = node
+        .reason
+        .as_deref()
+        .is_some_and(|r| r.starts_with(REASON_PREFIX));
+    let held = ours && (node.is_draining() || node.state == NodeState::Down);
+    !(node.is_not_responding() || node.is_down_not_responding() || held)
 }
