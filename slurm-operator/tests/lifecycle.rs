@@ -18,6 +18,8 @@
 //!    update revision (`controller-revision-hash` = `status.nodeSetHash`).
 //! 8. Another rollout, and the operator killed as soon as it cordoned or deleted the first old
 //!    pod: the new operator finishes it within `maxUnavailable`.
+//! 9. `inplaceReconfigure`: a change of `extraConf` reaches slurmctld through the `reconfigure`
+//!    sidecar (`scontrol reconfigure`) without replacing its pod or its process.
 //!
 //! Every step ends with [`assert_full_service`]: desired pods ready, every Slurm node usable,
 //! no cordon or drain of the operator's left, no job lost.
@@ -25,8 +27,6 @@
 //! An eviction refused by the workers' PodDisruptionBudget is not covered: the ground has no
 //! disruption controller, so no budget's `status.disruptionsAllowed` is ever computed.
 //!
-//! `inplaceReconfigure` is not covered: the ground's kubelet writes ConfigMap volumes once, when
-//! a pod starts, so the reconfigure sidecar would never see a new slurm.conf.
 
 use crate::common;
 
@@ -115,6 +115,11 @@ async fn one_cluster_through_cordon_quiet_restart_scale_to_zero_and_config_chang
     restart_mid_rolling_update(&mut env, &client).await;
     assert_full_service(&env, &client, "a restart mid-rolling-update", &[]).await;
     phase("restart mid-rolling-update", t);
+
+    let t = Instant::now();
+    inplace_reconfigure_keeps_slurmctld(&env).await;
+    assert_full_service(&env, &client, "an in-place reconfigure", &[]).await;
+    phase("in-place reconfigure", t);
 
     phase("total", start);
     assert!(findings.is_empty(), "{}", findings.join("\n\n"));
@@ -732,6 +737,7 @@ const MAX_UNAVAILABLE: u32 = 1;
 /// are unavailable, and every pod ends on the new revision. Returns the job.
 async fn rolling_update_waits_for_the_busy_node(env: &TestEnv, client: &Client) -> u32 {
     let watch = PodWatch::start(env, 2).await;
+    let slurm_watch = SlurmWatch::start(client);
     let job = sbatch(
         env,
         "sbatch -w slinky-1 -t 2 -o /dev/null --parsable --wrap 'sleep 20'",
@@ -758,6 +764,7 @@ async fn rolling_update_waits_for_the_busy_node(env: &TestEnv, client: &Client) 
     }
     let new = rolled_out(env, &old);
     watch.assert_max_unavailable(MAX_UNAVAILABLE, &format!("the rollout {old} -> {new}"));
+    slurm_watch.assert_max_unusable(MAX_UNAVAILABLE, &format!("the rollout {old} -> {new}"));
     assert_ne!(
         pod_uid(env, &format!("{NODESET}-1")),
         busy,
@@ -974,12 +981,87 @@ impl Drop for PodWatch {
     }
 }
 
+/// The Slurm side of a rollout: how many of the two workers' Slurm nodes take no jobs at once
+/// (unregistered, down, drained or draining, not responding), polled every 250 ms. A pod that
+/// Kubernetes calls ready may not take jobs yet: its replacement must wait for that.
+struct SlurmWatch {
+    state: std::sync::Arc<std::sync::Mutex<Unusable>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// The most Slurm nodes that took no jobs at once, and every change: time since the start, the
+/// nodes that took no jobs.
+type Unusable = (u32, Vec<(Duration, String)>);
+
+impl SlurmWatch {
+    fn start(client: &Client) -> SlurmWatch {
+        let client = client.clone();
+        let state = std::sync::Arc::new(std::sync::Mutex::new((0, Vec::new())));
+        let shared = state.clone();
+        let task = tokio::spawn(async move {
+            let since = Instant::now();
+            loop {
+                if let Ok(r) = client.list_nodes(&Default::default()).await {
+                    let mut unusable = Vec::new();
+                    for host in ["slinky-0", "slinky-1"] {
+                        match r.value.nodes.iter().find(|n| n.name == host) {
+                            Some(n) if n.is_available() => {}
+                            Some(n) => unusable.push(format!(
+                                "{host} {:?} {:?} {:?}",
+                                n.state, n.state_flags, n.reason
+                            )),
+                            None => unusable.push(format!("{host} not registered")),
+                        }
+                    }
+                    let line = if unusable.is_empty() {
+                        "all take jobs".to_owned()
+                    } else {
+                        unusable.join("; ")
+                    };
+                    let mut w = shared.lock().unwrap();
+                    w.0 = w.0.max(unusable.len() as u32);
+                    if w.1.last().map(|(_, l)| l) != Some(&line) {
+                        w.1.push((since.elapsed(), line));
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        });
+        SlurmWatch { state, task }
+    }
+
+    fn assert_max_unusable(&self, max: u32, during: &str) {
+        let w = self.state.lock().unwrap();
+        let timeline =
+            w.1.iter()
+                .map(|(t, l)| format!("{:>5.1}s {l}", t.as_secs_f32()))
+                .collect::<Vec<_>>()
+                .join("\n  ");
+        assert!(
+            w.0 <= max,
+            "{} Slurm nodes took no jobs at once during {during} (maxUnavailable {max}):\n  {timeline}",
+            w.0
+        );
+        eprintln!(
+            "lifecycle: at most {} Slurm node(s) took no jobs during {during}:\n  {timeline}",
+            w.0
+        );
+    }
+}
+
+impl Drop for SlurmWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 // --- 8. operator restart mid-rolling-update ----------------------------------------------------
 
 /// Another rollout, and the operator killed as soon as it cordoned or deleted its first old pod;
 /// the new operator finishes the update within `maxUnavailable`.
 async fn restart_mid_rolling_update(env: &mut TestEnv, client: &Client) {
     let watch = PodWatch::start(env, 2).await;
+    let slurm_watch = SlurmWatch::start(client);
     let old_pods = [0, 1].map(|o| pod_uid(env, &format!("{NODESET}-{o}")));
     let old = roll(env, "2");
     let deadline = Instant::now() + LIMIT;
@@ -1002,6 +1084,157 @@ async fn restart_mid_rolling_update(env: &mut TestEnv, client: &Client) {
     for host in ["slinky-0", "slinky-1"] {
         wait_node(client, host, "idle after the rollout", is_idle).await;
     }
+    slurm_watch.assert_max_unusable(
+        MAX_UNAVAILABLE,
+        &format!("the rollout {old} -> {new} across a restart"),
+    );
+}
+
+// --- 9. config change with inplaceReconfigure -------------------------------------------------
+
+/// `inplaceReconfigure: true` (slurmctld rolls once, for the `reconfigure` sidecar), then a
+/// change of `extraConf`: the pod is not replaced, slurmctld keeps its process (Slurm re-execs a
+/// foreground slurmctld in place), and `scontrol show config` shows the new value once the
+/// kubelet has written the new slurm.conf into the pod and the sidecar has run
+/// `scontrol reconfigure`.
+async fn inplace_reconfigure_keeps_slurmctld(env: &TestEnv) {
+    let cr = "controllers.slinky.slurm.net/slurm";
+    let before = pod_uid(env, CONTROLLER_POD);
+    patch_json(
+        env,
+        cr,
+        serde_json::json!([{"op": "add", "path": "/spec/inplaceReconfigure", "value": true}]),
+    );
+    let uid = env.wait_for(
+        &format!("pod/{CONTROLLER_POD}"),
+        "{.metadata.uid}",
+        LIMIT,
+        |uid| !uid.is_empty() && uid != before,
+    );
+    env.wait_for(
+        &format!("pod/{CONTROLLER_POD}"),
+        "{.status.conditions[?(@.type==\"Ready\")].status}",
+        LIMIT,
+        |s| s == "True",
+    );
+    let process = slurmctld_process(env);
+    let restarts = slurmctld_restarts(env);
+
+    let conf = ground().get(env.name(), cr, "{.spec.extraConf}");
+    // Phase 6 set bf_interval=45.
+    let conf = if conf.contains("bf_interval=45") {
+        conf.replace("bf_interval=45", "bf_interval=55")
+    } else {
+        format!("{}\nSchedulerParameters=bf_interval=55\n", conf.trim_end())
+    };
+    patch_json(
+        env,
+        cr,
+        serde_json::json!([{"op": "replace", "path": "/spec/extraConf", "value": conf}]),
+    );
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let (ok, out) = exec(
+            env,
+            "reconfigure",
+            "scontrol show config | grep -i '^SchedulerParameters'",
+        );
+        if ok && out.contains("bf_interval=55") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "slurmctld does not run the new config after {LIMIT:?}: {out}\nreconfigure sidecar:\n{}",
+            ground().log(env.name(), CONTROLLER_POD, "reconfigure")
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    assert_eq!(
+        pod_uid(env, CONTROLLER_POD),
+        uid,
+        "slurmctld's pod was replaced"
+    );
+    assert_eq!(
+        slurmctld_process(env),
+        process,
+        "slurmctld's process (pid, start time) changed"
+    );
+    assert_eq!(slurmctld_restarts(env), restarts, "slurmctld restarted");
+    let log = ground().log(env.name(), CONTROLLER_POD, "reconfigure");
+    assert!(log.contains("reconfigured"), "reconfigure sidecar:\n{log}");
+}
+
+const CONTROLLER_POD: &str = "slurm-controller-0";
+
+fn patch_json(env: &TestEnv, what: &str, patch: serde_json::Value) {
+    ground().ok(&[
+        "patch",
+        "-n",
+        env.name(),
+        what,
+        "--type=json",
+        "-p",
+        &patch.to_string(),
+    ]);
+}
+
+/// `kubectl exec` of `sh -c script` in container `container` of slurmctld's pod: whether it
+/// exited 0, and its output.
+fn exec(env: &TestEnv, container: &str, script: &str) -> (bool, String) {
+    let out = ground().kubectl(
+        &[
+            "exec",
+            "-n",
+            env.name(),
+            CONTROLLER_POD,
+            "-c",
+            container,
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+        None,
+    );
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// slurmctld's process as its container sees it: "<pid> <start time in clock ticks>" (field 22
+/// of its stat, counted after the command name), found by its command line: Slurm renames its
+/// threads, the main one included, so `comm` will not do.
+fn slurmctld_process(env: &TestEnv) -> String {
+    let (ok, out) = exec(
+        env,
+        "slurmctld",
+        r#"for d in /proc/[0-9]*; do
+             cmd=$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null) || continue
+             case "$cmd" in
+               slurmctld\ *|*/slurmctld\ *) echo "found ${d#/proc/} $(sed 's/.*) //' "$d/stat" | cut -d' ' -f20)" ;;
+               *) echo "other ${d#/proc/} $(cat "$d/comm" 2>/dev/null): $cmd" ;;
+             esac
+           done"#,
+    );
+    let found: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("found "))
+        .collect();
+    assert!(ok && found.len() == 1, "slurmctld's process: {out}");
+    found[0].to_owned()
+}
+
+fn slurmctld_restarts(env: &TestEnv) -> String {
+    ground().get(
+        env.name(),
+        &format!("pod/{CONTROLLER_POD}"),
+        "{.status.containerStatuses[?(@.name==\"slurmctld\")].restartCount}",
+    )
 }
 
 // --- helpers -----------------------------------------------------------------------------------
