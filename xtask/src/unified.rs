@@ -258,14 +258,20 @@ fn cargo(workspace: &Path) -> Command {
             "CARGO_INCREMENTAL",
             std::env::var_os("CARGO_INCREMENTAL").unwrap_or("0".into()),
         );
+    lint_when_asked(&mut cmd);
+    cmd
+}
+
+/// With [`CLIPPY_DRIVER`] set, `cmd` (a cargo) compiles the workspace's crates through clippy:
+/// what `cargo clippy -- -D warnings` sets, for a build instead of a check. Every cargo that is
+/// to find the unified build's artifacts fresh needs it (the doc tests' too).
+pub fn lint_when_asked(cmd: &mut Command) {
     if let Some(driver) = std::env::var_os(CLIPPY_DRIVER) {
-        // What `cargo clippy -- -D warnings` sets, for a build instead of a check.
         cmd.env("RUSTC_WORKSPACE_WRAPPER", driver).env(
             "CLIPPY_ARGS",
             "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__",
         );
     }
-    cmd
 }
 
 /// When set (to clippy-driver's path), every build here compiles the workspace's own crates

@@ -137,6 +137,8 @@ fn cargo(workspace: &Path, args: &[&str]) -> Command {
         "CARGO_INCREMENTAL",
         std::env::var("CARGO_INCREMENTAL").unwrap_or_else(|_| "0".into()),
     );
+    // The doc tests build on the unified build's libraries: the same wrapper finds them fresh.
+    crate::unified::lint_when_asked(&mut cmd);
     cmd
 }
 
