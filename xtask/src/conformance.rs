@@ -346,18 +346,11 @@ fn total(state: &State, ns: &str, kind: &str) -> u32 {
 
 /// A batch job on every worker, one task each, from the controller pod; its hosts.
 fn run_job(state: &State, ns: &str, workers: u32) -> Result<String> {
-    let pod = format!("{RELEASE}-controller-0");
     let nodes = workers.to_string();
-    let out = ground::kubectl_output(
+    let out = in_controller(
         state,
+        ns,
         &[
-            "exec",
-            "-n",
-            ns,
-            &pod,
-            "-c",
-            "slurmctld",
-            "--",
             "timeout",
             JOB_LIMIT,
             "sbatch",
@@ -371,23 +364,7 @@ fn run_job(state: &State, ns: &str, workers: u32) -> Result<String> {
         ],
     )?;
     let job = out.trim().to_owned();
-    let state_of = ground::kubectl_output(
-        state,
-        &[
-            "exec",
-            "-n",
-            ns,
-            &pod,
-            "-c",
-            "slurmctld",
-            "--",
-            "scontrol",
-            "show",
-            "job",
-            &job,
-        ],
-    )
-    .unwrap_or_default();
+    let state_of = in_controller(state, ns, &["scontrol", "show", "job", &job]).unwrap_or_default();
     let field = |key: &str| {
         state_of
             .split_whitespace()
@@ -403,6 +380,14 @@ fn run_job(state: &State, ns: &str, workers: u32) -> Result<String> {
         );
     }
     Ok(format!("job {job} on {}", field("NodeList=")))
+}
+
+/// `command` in the slurmctld container of the release's controller pod; its output.
+fn in_controller(state: &State, ns: &str, command: &[&str]) -> Result<String> {
+    let pod = format!("{RELEASE}-controller-0");
+    let mut args = vec!["exec", "-n", ns, &pod, "-c", "slurmctld", "--"];
+    args.extend_from_slice(command);
+    ground::kubectl_output(state, &args)
 }
 
 /// The operator and its CRDs from this project's charts and dev images, as the demo installs them.
