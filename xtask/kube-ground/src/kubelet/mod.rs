@@ -11,6 +11,7 @@ mod node;
 mod probes;
 mod refs;
 pub(crate) mod resources;
+mod sources;
 mod status;
 mod tokens;
 mod volumes;
@@ -116,6 +117,7 @@ pub async fn run(args: Args) -> Result<()> {
                 .to_string(),
         ),
         host_ip: shape.address.clone(),
+        sources: sources::Sources::start(&client),
         image_layout: args.image_layout.clone(),
     });
     tracing::info!(nodes = ?args.nodes, "kubelet running");

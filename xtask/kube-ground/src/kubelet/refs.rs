@@ -1,7 +1,7 @@
 //! The ConfigMaps and Secrets a pod refers to (env, envFrom, volumes, projected volumes), read
-//! before its containers are created, and again for its volumes while it runs. An absent object
-//! is simply not in the map: whether that is an error depends on the `optional` flag where it is
-//! used.
+//! before its containers are created, and taken from the kubelet's watched stores for its
+//! volumes while it runs ([`super::sources`]). An absent object is simply not in the map:
+//! whether that is an error depends on the `optional` flag where it is used.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -42,8 +42,8 @@ impl Refs {
         Ok(refs)
     }
 
-    /// The ConfigMaps and Secrets alone (no claims): what a running pod's volume refresh needs.
-    pub async fn fetch_objects(client: &Client, pod: &Pod) -> Result<Refs> {
+    /// The ConfigMaps and Secrets alone (no claims).
+    async fn fetch_objects(client: &Client, pod: &Pod) -> Result<Refs> {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let (cms, secrets) = names(pod);
         let mut refs = Refs::default();
@@ -54,19 +54,7 @@ impl Refs {
                 .await
                 .with_context(|| format!("reading configmap {ns}/{name}"))?
             {
-                let mut data: Data = cm
-                    .data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, v.into_bytes()))
-                    .collect();
-                data.extend(
-                    cm.binary_data
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|(k, v)| (k, v.0)),
-                );
-                refs.config_maps.insert(name, data);
+                refs.config_maps.insert(name, config_map_data(&cm));
             }
         }
         let secret_api: Api<Secret> = Api::namespaced(client.clone(), ns);
@@ -76,22 +64,36 @@ impl Refs {
                 .await
                 .with_context(|| format!("reading secret {ns}/{name}"))?
             {
-                let mut data: Data = s
-                    .data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, v.0))
-                    .collect();
-                data.extend(
-                    s.string_data
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|(k, v)| (k, v.into_bytes())),
-                );
-                refs.secrets.insert(name, data);
+                refs.secrets.insert(name, secret_data(&s));
             }
         }
         Ok(refs)
+    }
+
+    /// The ConfigMaps and Secrets `pod` refers to as `config_map` and `secret` give them (no
+    /// claims): a running pod's volumes, from the kubelet's stores.
+    pub fn from_objects<C, S>(
+        pod: &Pod,
+        config_map: impl Fn(&str) -> Option<C>,
+        secret: impl Fn(&str) -> Option<S>,
+    ) -> Refs
+    where
+        C: std::ops::Deref<Target = ConfigMap>,
+        S: std::ops::Deref<Target = Secret>,
+    {
+        let (cms, secrets) = names(pod);
+        let mut refs = Refs::default();
+        for name in cms {
+            if let Some(cm) = config_map(&name) {
+                refs.config_maps.insert(name, config_map_data(&cm));
+            }
+        }
+        for name in secrets {
+            if let Some(s) = secret(&name) {
+                refs.secrets.insert(name, secret_data(&s));
+            }
+        }
+        refs
     }
 
     #[cfg(test)]
@@ -137,6 +139,38 @@ impl Refs {
     pub fn secret(&self, name: &str) -> Option<BTreeMap<String, String>> {
         self.secrets.get(name).map(text)
     }
+}
+
+fn config_map_data(cm: &ConfigMap) -> Data {
+    let mut data: Data = cm
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+        .collect();
+    data.extend(
+        cm.binary_data
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.0.clone())),
+    );
+    data
+}
+
+fn secret_data(s: &Secret) -> Data {
+    let mut data: Data = s
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.0.clone()))
+        .collect();
+    data.extend(
+        s.string_data
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone().into_bytes())),
+    );
+    data
 }
 
 fn text(data: &Data) -> BTreeMap<String, String> {

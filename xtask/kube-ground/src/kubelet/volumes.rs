@@ -2,8 +2,8 @@
 //! projected, downwardAPI and emptyDir under the pod's own directory, hostPath as it is, and a
 //! persistentVolumeClaim as one directory per claim that outlives its pods (the test ground's
 //! only storage). Files are written when the pod starts; while it runs, [`refresh`] writes the
-//! files of its ConfigMaps and Secrets again when those change, as the kubelet's periodic sync
-//! does.
+//! files of its ConfigMaps and Secrets again when those change (the kubelet's watches of them,
+//! [`super::sources`], wake the pod's worker), as a kubelet does.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{PermissionsExt, chown};
@@ -208,11 +208,11 @@ fn one(pod: &Pod, v: &Volume, inputs: &Inputs) -> Result<HostVolume> {
 }
 
 /// A running pod's configMap and secret volumes, and the ConfigMap and Secret sources of its
-/// projected volumes, brought up to date with `inputs.refs`, as the kubelet does on its periodic
-/// sync: each changed file is replaced by a rename (a reader sees the old file or the new one,
-/// never a part), so a container that watches its files sees the change; a subPath mount keeps
-/// the file it was given, as in Kubernetes. A ConfigMap or Secret that cannot be read leaves its
-/// files as they are, and files of keys that went stay. Returns the volumes that changed.
+/// projected volumes, brought up to date with `inputs.refs`, as a kubelet does after a change:
+/// each changed file is replaced by a rename (a reader sees the old file or the new one, never a
+/// part), so a container that watches its files sees the change; a subPath mount keeps the file
+/// it was given, as in Kubernetes. A ConfigMap or Secret that cannot be read leaves its files as
+/// they are, and files of keys that went stay. Returns the volumes that changed.
 pub fn refresh(pod: &Pod, inputs: &Inputs) -> Result<Vec<String>> {
     let mut changed = Vec::new();
     let spec = pod.spec.as_ref().context("pod has no spec")?;

@@ -42,14 +42,13 @@ pub struct Ctx {
     pub host_ip: String,
     /// The OCI image layout images are copied from.
     pub image_layout: PathBuf,
+    /// The watched ConfigMaps and Secrets running pods' volumes show.
+    pub sources: super::sources::Sources,
 }
 
 const BACKOFF_START: Duration = Duration::from_secs(10);
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
 const RETRY_SETUP: Duration = Duration::from_secs(5);
-/// How often a running pod's ConfigMap and Secret volumes are brought up to date (a real
-/// kubelet: its sync period, a minute, plus its cache's; sooner here, for short tests).
-const VOLUME_SYNC: Duration = Duration::from_secs(10);
 
 struct Slot {
     c: Container,
@@ -105,6 +104,8 @@ pub async fn run(ctx: Arc<Ctx>, mut updates: watch::Receiver<Option<Pod>>) {
         return;
     };
     let (exits_tx, mut exits) = mpsc::channel(16);
+    // Before the setup reads the pod's objects: a change after that read wakes the loop below.
+    let sources = ctx.sources.register(&pod);
     let mut w = Worker::new(ctx, pod, exits_tx);
     tracing::info!(pod = %w.pod_ref, "starting pod");
     loop {
@@ -137,14 +138,9 @@ pub async fn run(ctx: Arc<Ctx>, mut updates: watch::Receiver<Option<Pod>>) {
             _ = tokio::time::sleep(RETRY_SETUP) => {}
         }
     }
-    let mut volumes_synced = Instant::now();
     loop {
         w.step().await;
         w.push_status().await;
-        if volumes_synced.elapsed() >= VOLUME_SYNC {
-            volumes_synced = Instant::now();
-            w.refresh_volumes().await;
-        }
         let wake = w.next_wake();
         tokio::select! {
             changed = updates.changed() => {
@@ -159,6 +155,7 @@ pub async fn run(ctx: Arc<Ctx>, mut updates: watch::Receiver<Option<Pod>>) {
                 }
             }
             Some((name, attempt)) = exits.recv() => w.on_exit(&name, attempt).await,
+            () = sources.notify.notified() => w.refresh_volumes(),
             _ = tokio::time::sleep_until(wake) => {}
         }
     }
@@ -254,14 +251,15 @@ impl Worker {
         Ok(())
     }
 
-    /// Writes the pod's ConfigMap and Secret volumes again where those objects changed; a
-    /// failure is logged and the files stay as they were (the next sync tries again).
-    async fn refresh_volumes(&mut self) {
+    /// Writes the pod's ConfigMap and Secret volumes again, from the kubelet's stores, where
+    /// those objects changed (one of them did: [`super::sources`] woke the worker); a failure is
+    /// logged and the files stay as they were (the object's next change tries again).
+    fn refresh_volumes(&mut self) {
         if self.finished || self.sandbox.is_none() || !volumes::has_refreshed(&self.pod) {
             return;
         }
-        let result = async {
-            let refs = Refs::fetch_objects(&self.ctx.client, &self.pod).await?;
+        let result = {
+            let refs = self.ctx.sources.refs(&self.pod);
             let inputs = volumes::Inputs {
                 refs: &refs,
                 pod_dir: &self.dir,
@@ -270,8 +268,7 @@ impl Worker {
                 ca_crt: &self.ctx.ca_crt,
             };
             volumes::refresh(&self.pod, &inputs)
-        }
-        .await;
+        };
         match result {
             Ok(changed) if !changed.is_empty() => {
                 tracing::info!(pod = %self.pod_ref, volumes = ?changed, "volumes updated");
