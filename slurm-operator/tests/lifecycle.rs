@@ -20,13 +20,16 @@
 //!    pod: the new operator finishes it within `maxUnavailable`.
 //! 9. `inplaceReconfigure`: a change of `extraConf` reaches slurmctld through the `reconfigure`
 //!    sidecar (`scontrol reconfigure`) without replacing its pod or its process.
+//! 10. An eviction through the API (`pods/{name}/eviction`, as `kubectl drain` does it) while a
+//!     job runs on slinky-1: the workers' PodDisruptionBudget refuses it for the busy pod (which
+//!     carries `pod-protect`), and lets the idle pod go; the operator brings that one back.
 //!
 //! Every step ends with [`assert_full_service`]: desired pods ready, every Slurm node usable,
 //! no cordon or drain of the operator's left, no job lost.
 //!
-//! An eviction refused by the workers' PodDisruptionBudget is not covered: the ground has no
-//! disruption controller, so no budget's `status.disruptionsAllowed` is ever computed.
-//!
+//! The ground has no disruption controller, so no budget's `status` is ever computed: the API
+//! server refuses every eviction of a pod that a budget selects, as a real cluster does for the
+//! operator's budget (`maxUnavailable: 0`) once its controller has computed 0 disruptions allowed.
 
 use crate::common;
 
@@ -43,7 +46,7 @@ use common::workers::{
 use common::{TestEnv, ground};
 use slurm_client::Client;
 use slurm_client::model::{JobState, Node, NodeState};
-use slurm_operator::keys::ANNOTATION_POD_CORDON;
+use slurm_operator::keys::{ANNOTATION_POD_CORDON, LABEL_POD_PROTECT};
 
 const CORDON_REASON_ANNOTATION: &str = "nodeset.slinky.slurm.net/node-cordon-reason";
 /// How long the cluster is watched at rest.
@@ -120,6 +123,11 @@ async fn one_cluster_through_cordon_quiet_restart_scale_to_zero_and_config_chang
     inplace_reconfigure_keeps_slurmctld(&env).await;
     assert_full_service(&env, &client, "an in-place reconfigure", &[]).await;
     phase("in-place reconfigure", t);
+
+    let t = Instant::now();
+    let job = eviction_refused_for_the_busy_pod(&env, &client).await;
+    assert_full_service(&env, &client, "evictions beside a job", &[job]).await;
+    phase("eviction", t);
 
     phase("total", start);
     assert!(findings.is_empty(), "{}", findings.join("\n\n"));
@@ -1235,6 +1243,109 @@ fn slurmctld_restarts(env: &TestEnv) -> String {
         &format!("pod/{CONTROLLER_POD}"),
         "{.status.containerStatuses[?(@.name==\"slurmctld\")].restartCount}",
     )
+}
+
+// --- 10. eviction through the API --------------------------------------------------------------
+
+/// A job on slinky-1; once the operator labelled its pod `pod-protect`, an eviction of that pod
+/// is refused by the workers' PodDisruptionBudget (429) and leaves the pod as it was, while the
+/// idle pod's eviction deletes it and the operator brings it back under its name. Returns the
+/// job, which completes.
+async fn eviction_refused_for_the_busy_pod(env: &TestEnv, client: &Client) -> u32 {
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    use kube::api::EvictParams;
+
+    let (busy, idle) = (format!("{NODESET}-1"), format!("{NODESET}-0"));
+    // Without kube's default retry, which answers a 429 by waiting its Retry-After and asking
+    // again (15 times): the refused eviction would be retried until the job ended.
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(ground().kubeconfig()).expect("kubeconfig");
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .expect("the ground's kubeconfig");
+    config.default_retry = false;
+    let kube = kube::Client::try_from(config).expect("a client of the ground");
+    let pods: kube::Api<Pod> = kube::Api::namespaced(kube.clone(), env.name());
+    let pdb: PodDisruptionBudget = kube::Api::namespaced(kube, env.name())
+        .get("slurm-workers-pdb-slurm")
+        .await
+        .expect("the workers' PodDisruptionBudget");
+    let selector = pdb
+        .spec
+        .and_then(|s| s.selector)
+        .and_then(|s| s.match_labels);
+    assert_eq!(
+        selector.as_ref().and_then(|l| l.get(LABEL_POD_PROTECT)),
+        Some(&"true".to_owned()),
+        "the PDB's selector: {selector:?}"
+    );
+
+    let job = sbatch(
+        env,
+        "sbatch -w slinky-1 -t 2 -o /dev/null --parsable --wrap 'sleep 15'",
+    );
+    wait_node(client, "slinky-1", "allocated", Node::is_busy).await;
+    let protect = format!(
+        "{{.metadata.labels.{}}}",
+        LABEL_POD_PROTECT.replace('.', "\\.")
+    );
+    env.wait_for(&format!("pod/{busy}"), &protect, LIMIT, |v| v == "true");
+    let uid = pod_uid(env, &busy);
+
+    match pods.evict(&busy, &EvictParams::default()).await {
+        Err(kube::Error::Api(e)) if e.code == 429 => assert!(
+            e.message
+                .contains("Cannot evict pod as it would violate the pod's disruption budget"),
+            "{e:?}"
+        ),
+        other => {
+            let pod = pods.get(&busy).await.ok();
+            let budgets = ground().ok(&["get", "-n", env.name(), "pdb", "-o", "yaml"]);
+            panic!(
+                "the eviction of the busy pod {busy} was not refused: {other:?}\nits labels: {:?}, phase {:?}\n{budgets}",
+                pod.as_ref().map(|p| &p.metadata.labels),
+                pod.as_ref()
+                    .and_then(|p| p.status.as_ref())
+                    .and_then(|s| s.phase.as_ref()),
+            )
+        }
+    }
+    let after = pods.get(&busy).await.expect("the busy pod");
+    assert_eq!(
+        after.metadata.uid.as_deref(),
+        Some(uid.as_str()),
+        "{busy} replaced"
+    );
+    assert!(
+        after.metadata.deletion_timestamp.is_none(),
+        "{busy} terminating after a refused eviction"
+    );
+
+    let before = pod_uid(env, &idle);
+    pods.evict(&idle, &EvictParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("the eviction of the idle pod {idle}: {e}"));
+    env.wait_for(&format!("pod/{idle}"), "{.metadata.uid}", LIMIT, |u| {
+        !u.is_empty() && u != before
+    });
+    wait_node(client, "slinky-0", "idle after its pod came back", is_idle).await;
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let state = client.get_job(job).await.expect("the job").value.state;
+        if state.is_finished() {
+            assert_eq!(state, JobState::Completed, "job {job}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "job {job} still {state:?}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    assert_eq!(
+        pod_uid(env, &busy),
+        uid,
+        "{busy} replaced while its job ran"
+    );
+    job
 }
 
 // --- helpers -----------------------------------------------------------------------------------
