@@ -384,8 +384,12 @@ func (gc *garbageCollector) ownerExists(ctx context.Context, o *gcObject, ref me
 	}
 	gvr, ok := gc.byKind[schema.GroupKind{Group: gv.Group, Kind: ref.Kind}]
 	if !ok {
-		// an owner of a kind not served is gone
-		return false
+		// A kind discovery did not list when last asked, which may be a CRD created since
+		// (discovery lags its Established condition): no definite answer, so the owner is kept
+		// and discovery asked again, as Kubernetes' collector retries an unmapped owner. Taken
+		// for gone, a Token's Secret was deleted and re-created by the operator thousands of times.
+		gc.rediscover.Store(true)
+		return true
 	}
 	namespace := ""
 	if gc.namespaced[gvr] {
