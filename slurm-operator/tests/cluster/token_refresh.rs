@@ -218,7 +218,8 @@ impl Follower {
         );
         for pair in seen.windows(2) {
             let (old, new) = (&pair[0], &pair[1]);
-            assert_ne!(old.token, new.token);
+            // Not assert_ne!: on failure it would print the tokens.
+            assert!(old.token != new.token, "a refresh kept the same token");
             assert_ne!(old.claims.jti, new.claims.jti, "a refresh reused the jti");
             assert!(
                 new.claims.iat > old.claims.iat,
