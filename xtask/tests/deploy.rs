@@ -144,7 +144,7 @@ fn charts_install_run_upgrade_and_uninstall() {
         g.ok(&[
             "label",
             "node",
-            &node,
+            node,
             "scheduler.slinky.slurm.net/external-node=true",
             "--overwrite",
         ]);
