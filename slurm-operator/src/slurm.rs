@@ -192,10 +192,11 @@ async fn track(
     let mut jobs = JobTracker::new(client).resync_every(60);
     let (mut nodes_failing, mut jobs_failing) = (false, false);
     loop {
-        if poll_nodes(&key, &mut nodes, &views.nodes, &mut nodes_failing).await {
-            let _ = changed.send(key.clone());
-        }
-        if poll_jobs(&key, &mut jobs, &views.deadlines, &mut jobs_failing).await {
+        // Both polls before the wake-up: a pass must not see a job's node busy without its
+        // deadline (the deletion order would pick another victim a moment later).
+        let nodes_changed = poll_nodes(&key, &mut nodes, &views.nodes, &mut nodes_failing).await;
+        let jobs_changed = poll_jobs(&key, &mut jobs, &views.deadlines, &mut jobs_failing).await;
+        if nodes_changed || jobs_changed {
             let _ = changed.send(key.clone());
         }
         tokio::time::sleep(every).await;

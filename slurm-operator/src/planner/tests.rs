@@ -1138,6 +1138,67 @@ fn condemned_pod_stays_the_victim_across_passes() {
 }
 
 #[test]
+fn a_victim_that_no_longer_comes_first_is_released_before_another_is_drained() {
+    // The lifecycle test's rollout, pass 1 saw gpu-1's job before its deadline: both pods
+    // without one, gpu-1 (higher ordinal) was cordoned and drained. Pass 2 knows the deadline:
+    // gpu-0 (no job) now comes first, but gpu-1 still takes no jobs.
+    let mut ns = nodeset(2);
+    ns.update = UpdateStrategy::RollingUpdate {
+        max_unavailable: MaxUnavailable::Count(1),
+    };
+    let pods = vec![
+        old(0),
+        PodView {
+            cordoned: true,
+            cordoned_by_operator: true,
+            ..old(1)
+        },
+    ];
+    let nodes = map(vec![
+        idle("gpu-0"),
+        node("gpu-1", NodeState::Mixed, &["DRAIN"], Some(SCALE_IN)),
+    ]);
+    let deadlines: HashMap<String, Timestamp> = [("gpu-1".to_string(), t(900))].into();
+    let pass = |pods: &[PodView], nodes: &HashMap<String, Node>| {
+        plan(&PlanInput {
+            nodeset: &ns,
+            pods,
+            slurm: SlurmView::Nodes(nodes),
+            deadlines: Some(&deadlines),
+            now: now(),
+        })
+    };
+    let p = pass(&pods, &nodes);
+    assert!(p.waiting_for_drain.is_empty(), "{:?}", p.waiting_for_drain);
+    assert!(
+        drains(&p).is_empty(),
+        "a second node drained: {:?}",
+        p.drain
+    );
+    assert_eq!(
+        p.undrain
+            .iter()
+            .map(|u| u.node.as_str())
+            .collect::<Vec<_>>(),
+        vec!["gpu-1"]
+    );
+    assert!(
+        p.annotations
+            .iter()
+            .any(|a| a.pod == "gpu-1" && a.key == CORDON && a.value.is_none()),
+        "gpu-1 keeps its cordon: {:?}",
+        p.annotations
+    );
+    // Once the drain is lifted, gpu-0 goes.
+    let pods = vec![old(0), old(1)];
+    let nodes = map(vec![
+        idle("gpu-0"),
+        node("gpu-1", NodeState::Mixed, &[], None),
+    ]);
+    assert_eq!(pass(&pods, &nodes).waiting_for_drain, vec!["gpu-0"]);
+}
+
+#[test]
 fn rolling_update_deletes_drained_old_pod() {
     let mut ns = nodeset(2);
     ns.update = UpdateStrategy::RollingUpdate {

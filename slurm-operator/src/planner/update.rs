@@ -13,8 +13,8 @@ use super::view::{MaxUnavailable, NodeSetView, PodView};
 /// terminating or terminal): every unhealthy one, then healthy ones in deletion order while
 /// fewer than `maxUnavailable` are unavailable. New-revision pods that are not available, or
 /// whose Slurm node does not take jobs yet (see [`takes_jobs`]; `nodes`: the Slurm nodes, when
-/// known), and replica slots without a live pod count as unavailable; a pod being drained is
-/// still available, and sorts first again because it is cordoned.
+/// known), replica slots without a live pod, and cordoned old pods count as unavailable (see
+/// [`within_budget`]).
 pub fn rolling_update_victims<'a>(
     nodeset: &NodeSetView,
     max_unavailable: MaxUnavailable,
@@ -40,10 +40,24 @@ pub fn rolling_update_victims<'a>(
         .count() as u32;
     let budget = max_unavailable
         .scaled(total)
-        .saturating_sub(empty_slots + unavailable_new);
+        .saturating_sub(empty_slots + unavailable_new) as usize;
     sort_for_deletion(&mut healthy_old);
-    victims.extend(healthy_old.into_iter().take(budget as usize));
+    let take = within_budget(&healthy_old, budget);
+    victims.extend(healthy_old.into_iter().take(take));
     victims
+}
+
+/// How many of `order`'s first pods to condemn so that they and the cordoned pods (whose Slurm
+/// nodes the operator drains, or an administrator had drained) number at most `budget`. A pod
+/// condemned in an earlier pass may no longer come first (a job's deadline became known): it
+/// still takes no jobs until cordon sync lifts its drain, so the pod that now comes first waits
+/// for that rather than drain a second node.
+fn within_budget(order: &[Candidate<'_>], budget: usize) -> usize {
+    let cordoned = order.iter().filter(|c| c.cordoned).count();
+    (0..=budget.min(order.len()))
+        .rev()
+        .find(|&k| k + cordoned - order[..k].iter().filter(|c| c.cordoned).count() <= budget)
+        .unwrap_or(0)
 }
 
 /// Whether a new pod's Slurm node takes jobs, as far as the rollout is concerned: registered,
