@@ -52,3 +52,12 @@ pub(crate) const ANNOTATION_LAST_APPLIED: &str = "kubectl.kubernetes.io/last-app
 
 pub const FINALIZER_RESERVATION: &str = "nodeset.slinky.slurm.net/reservation";
 pub const TAINT_KEY_WORKER: &str = "nodeset.slinky.slurm.net/worker";
+
+/// Ours: on a Controller, RestApi, Accounting or LoginSet (value `restart`), lets the operator
+/// take over a StatefulSet or Deployment that another operator (Slinky's) made, although its
+/// own pod template or an immutable field differs and the pods restart; on a NodeSet, lets a
+/// rolling update replace the pods of a revision another operator made. Without it such objects
+/// are left running and the resource's `Adopted` condition names them.
+pub const ANNOTATION_ADOPT: &str = "slurm-rs/adopt";
+/// The value of [`ANNOTATION_ADOPT`] that allows the restart.
+pub const ADOPT_RESTART: &str = "restart";

@@ -11,6 +11,7 @@
 //! undrained; a drain whose reason lacks [`drain::REASON_PREFIX`] belongs to someone else and
 //! is never lifted; terminating pods are counted but never acted on.
 
+pub mod adopt;
 pub mod conditions;
 pub mod cordon;
 pub mod daemon;

@@ -8,8 +8,9 @@ use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller as Runner};
 use kube::runtime::reflector::ObjectRef;
 
+use super::adopt::{self, Held};
 use super::apply::apply;
-use super::conditions::{self, Wanted};
+use super::conditions;
 use super::{Context, Error, secrets};
 use crate::crd::Accounting;
 use crate::render;
@@ -49,13 +50,15 @@ fn secret_names(a: &Accounting) -> Vec<String> {
 
 async fn reconcile(acct: Arc<Accounting>, ctx: Arc<Context>) -> Result<Action, Error> {
     let result = sync(&acct, &ctx).await;
-    conditions::set(&ctx, &*acct, &[Wanted::synced(result.as_ref().map(|_| ()))]).await?;
-    result.map(|()| Action::requeue(Duration::from_secs(600)))
+    let wanted = adopt::conditions(&ctx, &*acct, result.as_deref()).await;
+    conditions::set(&ctx, &*acct, &wanted).await?;
+    result.map(|_| Action::requeue(Duration::from_secs(600)))
 }
 
-async fn sync(acct: &Accounting, ctx: &Context) -> Result<(), Error> {
+/// The workloads another operator made that were left as they are (see [`adopt`]).
+async fn sync(acct: &Accounting, ctx: &Context) -> Result<Vec<Held>, Error> {
     if acct.spec.external {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let ns = acct.namespace().ok_or(Error::Unnamed)?;
     let password = secrets::key(
@@ -78,6 +81,8 @@ async fn sync(acct: &Accounting, ctx: &Context) -> Result<(), Error> {
     let children = render::accounting::render(acct, &password, &key_secrets)?;
     apply(ctx, children.secret).await?;
     apply(ctx, children.service).await?;
-    apply(ctx, children.stateful_set).await?;
-    Ok(())
+    Ok(adopt::apply_workload(ctx, acct, children.stateful_set)
+        .await?
+        .into_iter()
+        .collect())
 }

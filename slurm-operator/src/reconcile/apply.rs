@@ -5,6 +5,7 @@
 //! differs there is read again from the API server before the write (the store may not hold
 //! the operator's own apply of a moment ago yet).
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
@@ -56,10 +57,7 @@ where
 {
     let namespace = desired.namespace().ok_or(Error::Unnamed)?;
     let name = desired.meta().name.clone().ok_or(Error::Unnamed)?;
-    let hash = desired_hash(&desired);
-    desired
-        .annotations_mut()
-        .insert(DESIRED_HASH.into(), hash.clone());
+    let hash = with_hash(&mut desired);
     let cached = K::live(&ctx.cache, &namespace, &name);
     if carries(cached.as_ref(), &hash) {
         return Ok(Applied::Unchanged);
@@ -70,15 +68,13 @@ where
     if carries(live.as_ref().map(|l| &l.metadata), &hash) {
         return Ok(Applied::Unchanged);
     }
-    let mut value =
-        serde_json::to_value(&desired).map_err(|e| Error::InvalidSpec(e.to_string()))?;
-    // Server-side apply needs apiVersion and kind in the body; k8s-openapi types leave them out.
-    value["apiVersion"] = K::api_version(&()).into();
-    value["kind"] = K::kind(&()).into();
+    if let Some(live) = &live {
+        take_controller_ref(&api, &name, live, desired.meta()).await?;
+    }
     api.patch(
         &name,
         &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(value),
+        &Patch::Apply(body(&desired)?),
     )
     .await?;
     Ok(if live.is_some() {
@@ -86,6 +82,63 @@ where
     } else {
         Applied::Created
     })
+}
+
+/// `desired` with our hash annotation (see [`with_hash`]) as a server-side apply body.
+pub(super) fn body<K: Resource<DynamicType = ()> + Serialize>(
+    desired: &K,
+) -> Result<serde_json::Value, Error> {
+    let mut value = serde_json::to_value(desired).map_err(|e| Error::InvalidSpec(e.to_string()))?;
+    // Server-side apply needs apiVersion and kind in the body; k8s-openapi types leave them out.
+    value["apiVersion"] = K::api_version(&()).into();
+    value["kind"] = K::kind(&()).into();
+    Ok(value)
+}
+
+/// Sets our hash annotation on `desired` and returns the hash.
+pub(super) fn with_hash<K: Resource + Serialize>(desired: &mut K) -> String {
+    let hash = desired_hash(desired);
+    desired
+        .annotations_mut()
+        .insert(DESIRED_HASH.into(), hash.clone());
+    hash
+}
+
+/// An object another operator made may name another controller (Slinky makes a Token's Secret
+/// the JWT key Secret's). Server-side apply would add ours beside it, and an object with two
+/// controller references is invalid: the owner references become ours first.
+async fn take_controller_ref<K>(
+    api: &Api<K>,
+    name: &str,
+    live: &kube::api::PartialObjectMeta<K>,
+    desired: &kube::api::ObjectMeta,
+) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
+{
+    let controller = |refs: Option<&Vec<OwnerReference>>| {
+        refs.into_iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| o.uid.clone())
+    };
+    let wanted = controller(desired.owner_references.as_ref());
+    let current = controller(live.metadata.owner_references.as_ref());
+    if wanted.is_none() || current.is_none() || wanted == current {
+        return Ok(());
+    }
+    api.patch(
+        name,
+        &PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
+        },
+        &Patch::Merge(serde_json::json!({
+            "metadata": { "ownerReferences": desired.owner_references }
+        })),
+    )
+    .await?;
+    Ok(())
 }
 
 fn carries(live: Option<&kube::api::ObjectMeta>, hash: &str) -> bool {

@@ -10,8 +10,9 @@ use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller as Runner};
 use kube::runtime::reflector::ObjectRef;
 
+use super::adopt::{self, Held};
 use super::apply::apply;
-use super::conditions::{self, Wanted};
+use super::conditions;
 use super::{Context, Error, refs, secrets};
 use crate::crd::{Accounting, Controller, NodeSet};
 use crate::render;
@@ -49,13 +50,9 @@ pub async fn run(ctx: Arc<Context>) {
 
 async fn reconcile(controller: Arc<Controller>, ctx: Arc<Context>) -> Result<Action, Error> {
     let result = sync(&controller, &ctx).await;
-    conditions::set(
-        &ctx,
-        &*controller,
-        &[Wanted::synced(result.as_ref().map(|_| ()))],
-    )
-    .await?;
-    result.map(|()| Action::requeue(Duration::from_secs(600)))
+    let wanted = adopt::conditions(&ctx, &*controller, result.as_deref()).await;
+    conditions::set(&ctx, &*controller, &wanted).await?;
+    result.map(|_| Action::requeue(Duration::from_secs(600)))
 }
 
 /// What a Controller's children are made from, read from the cache.
@@ -136,7 +133,8 @@ pub async fn fetch(ctx: &Context, controller: &Controller) -> Result<Fetched, Er
     })
 }
 
-async fn sync(controller: &Controller, ctx: &Context) -> Result<(), Error> {
+/// The workloads another operator made that were left as they are (see [`adopt`]).
+async fn sync(controller: &Controller, ctx: &Context) -> Result<Vec<Held>, Error> {
     let fetched = fetch(ctx, controller).await?;
     let children = render::controller::render(
         controller,
@@ -153,8 +151,9 @@ async fn sync(controller: &Controller, ctx: &Context) -> Result<(), Error> {
     for obj in children.services {
         apply(ctx, obj).await?;
     }
+    let mut held = Vec::new();
     for obj in children.stateful_sets {
-        apply(ctx, obj).await?;
+        held.extend(adopt::apply_workload(ctx, controller, obj).await?);
     }
-    Ok(())
+    Ok(held)
 }

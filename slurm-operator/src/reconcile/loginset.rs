@@ -20,8 +20,9 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
+use super::adopt::{self, Held};
 use super::apply::{FIELD_MANAGER, apply};
-use super::conditions::{self, Wanted};
+use super::conditions;
 use super::restapi::controller_of;
 use super::{Context, Error, secrets};
 use crate::crd::LoginSet;
@@ -70,16 +71,13 @@ async fn reconcile(loginset: Arc<LoginSet>, ctx: Arc<Context>) -> Result<Action,
         return Ok(Action::await_change());
     }
     let result = sync(&loginset, &ctx).await;
-    conditions::set(
-        &ctx,
-        &*loginset,
-        &[Wanted::synced(result.as_ref().map(|_| ()))],
-    )
-    .await?;
-    result.map(|()| Action::requeue(Duration::from_secs(600)))
+    let wanted = adopt::conditions(&ctx, &*loginset, result.as_deref()).await;
+    conditions::set(&ctx, &*loginset, &wanted).await?;
+    result.map(|_| Action::requeue(Duration::from_secs(600)))
 }
 
-async fn sync(loginset: &LoginSet, ctx: &Context) -> Result<(), Error> {
+/// The workloads another operator made that were left as they are (see [`adopt`]).
+async fn sync(loginset: &LoginSet, ctx: &Context) -> Result<Vec<Held>, Error> {
     let ns = loginset.namespace().ok_or(Error::Unnamed)?;
     let name = loginset.name_any();
     let controller = controller_of(ctx, &ns, &loginset.spec.controller_ref.name)?;
@@ -95,8 +93,9 @@ async fn sync(loginset: &LoginSet, ctx: &Context) -> Result<(), Error> {
         render::loginset::render(loginset, &controller, &secrets_read, &ctx.cluster_domain)?;
     apply(ctx, children.config_map).await?;
     apply(ctx, children.service).await?;
-    apply(ctx, children.deployment).await?;
-    status(loginset, ctx, &ns, &name).await
+    let held = adopt::apply_workload(ctx, loginset, children.deployment).await?;
+    status(loginset, ctx, &ns, &name).await?;
+    Ok(held.into_iter().collect())
 }
 
 /// The `N-ssh-host-keys` Secret: read, or generated and created when missing. An existing one

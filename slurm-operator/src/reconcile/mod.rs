@@ -15,6 +15,7 @@
 //!   side, [`crate::slurm`], is polled on its own).
 
 pub mod accounting;
+pub mod adopt;
 pub mod apply;
 pub mod cache;
 pub mod cluster;

@@ -7,8 +7,9 @@ use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller as Runner};
 use kube::runtime::reflector::ObjectRef;
 
+use super::adopt::{self, Held};
 use super::apply::apply;
-use super::conditions::{self, Wanted};
+use super::conditions;
 use super::{Context, Error};
 use crate::crd::{Controller, RestApi};
 use crate::render;
@@ -35,13 +36,9 @@ pub async fn run(ctx: Arc<Context>) {
 
 async fn reconcile(restapi: Arc<RestApi>, ctx: Arc<Context>) -> Result<Action, Error> {
     let result = sync(&restapi, &ctx).await;
-    conditions::set(
-        &ctx,
-        &*restapi,
-        &[Wanted::synced(result.as_ref().map(|_| ()))],
-    )
-    .await?;
-    result.map(|()| Action::requeue(Duration::from_secs(600)))
+    let wanted = adopt::conditions(&ctx, &*restapi, result.as_deref()).await;
+    conditions::set(&ctx, &*restapi, &wanted).await?;
+    result.map(|_| Action::requeue(Duration::from_secs(600)))
 }
 
 /// The Controller named by `controllerRef` of an object in `namespace`, from the cache.
@@ -63,11 +60,14 @@ pub fn controller_of(ctx: &Context, namespace: &str, name: &str) -> Result<Contr
         })
 }
 
-async fn sync(restapi: &RestApi, ctx: &Context) -> Result<(), Error> {
+/// The workloads another operator made that were left as they are (see [`adopt`]).
+async fn sync(restapi: &RestApi, ctx: &Context) -> Result<Vec<Held>, Error> {
     let ns = restapi.namespace().ok_or(Error::Unnamed)?;
     let controller = controller_of(ctx, &ns, &restapi.spec.controller_ref.name)?;
     let (deployment, service) = render::restapi::render(restapi, &controller)?;
     apply(ctx, service).await?;
-    apply(ctx, deployment).await?;
-    Ok(())
+    Ok(adopt::apply_workload(ctx, restapi, deployment)
+        .await?
+        .into_iter()
+        .collect())
 }

@@ -103,7 +103,14 @@ pub fn revision_data(spec: &NodeSetSpec) -> Value {
 /// A stable short hash of [`revision_data`], for the `controller-revision-hash` label: pods
 /// whose label differs are out of date.
 pub fn revision_hash(spec: &NodeSetSpec) -> String {
-    let mut hash = checksum(canonical_json(&revision_data(spec)));
+    data_hash(&revision_data(spec))
+}
+
+/// The hash this operator gives a ControllerRevision holding `data`: a revision whose
+/// `controller-revision-hash` is not this was made by another operator (Slinky's hashes the
+/// same data another way).
+pub fn data_hash(data: &Value) -> String {
+    let mut hash = checksum(canonical_json(data));
     hash.truncate(10);
     hash
 }

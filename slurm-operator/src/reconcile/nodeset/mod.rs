@@ -13,6 +13,7 @@
 //! pending it comes back every [`crate::planner::RESYNC`].
 
 mod act;
+mod adopt;
 mod history;
 mod observe;
 mod reservation;
@@ -110,8 +111,12 @@ async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Res
         _ => None,
     };
 
-    let revision = render::nodeset_pod::revision_hash(&nodeset.spec);
     let pods = cached_pods(ctx, nodeset);
+    let hash = render::nodeset_pod::revision_hash(&nodeset.spec);
+    let adoption = adopt::revisions(ctx, nodeset, &pods, &hash).await?;
+    let revision = adoption.update_revision;
+    let hold_updates = adoption.held.is_some();
+    wanted.extend(super::adopt::announce(ctx, nodeset, adoption.held).await);
     // ScheduledUpdate's reservation; a lookup failure replaces nothing (fail closed).
     let reserved = {
         let nodes = kube_nodes(ctx, &pods, daemonset);
@@ -119,6 +124,8 @@ async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Res
         let slurm = slurm_client.as_ref().ok().and_then(|c| c.as_ref());
         reservation::sync(ctx, nodeset, slurm, &views, slurm_nodes).await
     };
+    // Another operator's pods wait for the user: no maintenance window replaces them either.
+    let replace_under = reserved.replace_under.as_deref().filter(|_| !hold_updates);
     wanted.extend(reserved.condition.clone());
     let observed = Observed {
         nodeset,
@@ -126,7 +133,8 @@ async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Res
         revision: &revision,
         slurm,
         deadlines: deadlines.as_deref(),
-        reservation: reserved.replace_under.as_deref(),
+        reservation: replace_under,
+        hold_updates,
     };
     let mut plan = observed.plan(ctx, &pods)?;
     // The cache says whether there is anything to do; what is done is planned from a direct
@@ -176,6 +184,8 @@ struct Observed<'a> {
     slurm: SlurmView<'a>,
     deadlines: Option<&'a HashMap<String, jiff::Timestamp>>,
     reservation: Option<&'a str>,
+    /// Updates wait as with `OnDelete` (see [`adopt`]).
+    hold_updates: bool,
 }
 
 impl Observed<'_> {
@@ -184,7 +194,10 @@ impl Observed<'_> {
         let nodeset = self.nodeset;
         let daemonset = nodeset.spec.is_daemonset();
         let nodes = kube_nodes(ctx, pods, daemonset);
-        let view = observe::nodeset_view(nodeset, self.revision);
+        let mut view = observe::nodeset_view(nodeset, self.revision);
+        if self.hold_updates {
+            view.update = crate::planner::UpdateStrategy::OnDelete;
+        }
         let pod_views = pod_views(ctx, nodeset, pods, &nodes);
         let input = PlanInput {
             nodeset: &view,
