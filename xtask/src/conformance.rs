@@ -99,6 +99,7 @@ pub fn slinky(workspace: &Path, chart: &Path, values: &[PathBuf], keep: bool) ->
             let shape = ground::Shape {
                 nodes: 3,
                 slurm: None,
+                hollow: None,
             };
             ground::up(&shape, workspace)?.0
         }

@@ -2,6 +2,7 @@
 //! project's operator and bridge never depend on this crate and run unchanged on a real cluster.
 
 mod controllers;
+mod hollow;
 mod kubelet;
 mod netd;
 
@@ -23,6 +24,9 @@ struct Cli {
 enum Cmd {
     /// Registers Node objects and runs the pods bound to them in containers (podman + runc).
     Kubelet(kubelet::Args),
+    /// Serves many hollow nodes: Node objects and Leases, and their pods' status without
+    /// containers (kubemark's hollow nodes, for scale tests).
+    Hollow(hollow::Args),
     /// Test-only stand-ins for kube-controller-manager.
     Controllers(controllers::Args),
     /// The Service proxy and cluster DNS inside the ground's network namespace.
@@ -51,6 +55,7 @@ fn main() -> anyhow::Result<()> {
     rt.block_on(async {
         match cli.cmd {
             Cmd::Kubelet(args) => kubelet::run(args).await,
+            Cmd::Hollow(args) => hollow::run(args).await,
             Cmd::Controllers(args) => controllers::run(args).await,
             Cmd::Netd(args) => netd::run(args).await,
             Cmd::Network => {

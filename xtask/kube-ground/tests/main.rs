@@ -4,6 +4,8 @@
 
 mod common;
 
+mod hollow;
+mod hollow_scale;
 mod network;
 mod pods;
 mod runtime;

@@ -101,6 +101,7 @@ pub fn run(workspace: &Path, args: &OperatorArgs) -> Result<()> {
             let shape = ground::Shape {
                 nodes: 3,
                 slurm: None,
+                hollow: None,
             };
             ground::up(&shape, workspace)?.0
         }

@@ -50,6 +50,7 @@ pub fn run(workspace: &Path, args: &StackArgs) -> Result<()> {
             let shape = ground::Shape {
                 nodes: 3,
                 slurm: None,
+                hollow: None,
             };
             ground::up(&shape, workspace)?.0
         }

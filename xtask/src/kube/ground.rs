@@ -32,6 +32,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(90);
 pub struct Shape {
     pub nodes: u32,
     pub slurm: Option<Release>,
+    pub hollow: Option<state::Hollow>,
 }
 
 /// The recorded ground, when any of its processes is alive.
@@ -67,6 +68,7 @@ pub fn up(shape: &Shape, workspace: &Path) -> Result<(State, Built)> {
     let mut state = State {
         nodes: shape.nodes,
         slurm: shape.slurm,
+        hollow: shape.hollow.clone(),
         kubectl: built.kubectl.clone(),
         daemons: Vec::new(),
     };
@@ -280,13 +282,14 @@ pub fn kubectl_output(state: &State, args: &[&str]) -> Result<String> {
 
 fn write_env_file(state: &State) -> Result<()> {
     let mut env = format!(
-        "# The Kubernetes test ground (cargo xtask kube up)\nKUBECONFIG={}\nKUBE_GROUND_API=https://{API_ADDR}\nKUBE_GROUND_AUDIT_LOG={}\nKUBE_GROUND_KUBECTL={}\nKUBE_GROUND_NODES={}\nKUBE_GROUND_NODE_NAMES={}\nKUBE_GROUND_TOKEN_FILE={}\n",
+        "# The Kubernetes test ground (cargo xtask kube up)\nKUBECONFIG={}\nKUBE_GROUND_API=https://{API_ADDR}\nKUBE_GROUND_AUDIT_LOG={}\nKUBE_GROUND_KUBECTL={}\nKUBE_GROUND_NODES={}\nKUBE_GROUND_NODE_NAMES={}\nKUBE_GROUND_TOKEN_FILE={}\nKUBE_GROUND_HOLLOW_NODES={}\n",
         state::kubeconfig().display(),
         state::audit_log().display(),
         state.kubectl.display(),
         state.nodes,
         parts::node_names(state).join(","),
         state::pki_dir().join("tokens.csv").display(),
+        state.hollow.as_ref().map_or(0, |h| h.nodes),
     );
     if let Some(release) = state.slurm {
         env.push_str(&format!(

@@ -46,6 +46,20 @@ pub struct UpArgs {
     /// for tests where Kubernetes and Slurm nodes are the same machines.
     #[arg(long)]
     pub slurm: Option<Release>,
+    /// Hollow nodes besides (`hollow-1` … `hollow-N`), served by one process: Node objects with
+    /// Leases whose pods run without containers, Running and Ready at once, `Succeeded` after
+    /// the seconds of their `kube-ground.slurm-rs.dev/hollow-run-seconds` annotation. For scale
+    /// tests; see the ground's section in the README.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=5000))]
+    pub hollow_nodes: u32,
+    /// What each hollow node offers, e.g. `cpu=8,memory=32Gi,pods=110` (default: as the test
+    /// kubelet's nodes, 4 CPUs, 8 GiB, 110 pods; no GPUs).
+    #[arg(long, default_value = "")]
+    pub hollow_allocatable: String,
+    /// Taint the hollow nodes `kube-ground.slurm-rs.dev/hollow=true:NoSchedule`: only pods that
+    /// tolerate it land on them.
+    #[arg(long)]
+    pub hollow_taint: bool,
 }
 
 pub fn run(cmd: KubeCmd, workspace: &std::path::Path) -> Result<()> {
@@ -57,6 +71,11 @@ pub fn run(cmd: KubeCmd, workspace: &std::path::Path) -> Result<()> {
             let shape = ground::Shape {
                 nodes: args.nodes,
                 slurm: args.slurm,
+                hollow: (args.hollow_nodes > 0).then(|| state::Hollow {
+                    nodes: args.hollow_nodes,
+                    allocatable: args.hollow_allocatable.clone(),
+                    taint: args.hollow_taint,
+                }),
             };
             let (state, built) = ground::up(&shape, workspace)?;
             print_summary(&state, &built);
@@ -108,7 +127,7 @@ fn print_summary(state: &state::State, built: &apiserver::Built) {
     let env = state::env_file();
     let kubeconfig = state::kubeconfig();
     println!(
-        "Kubernetes test ground: API server https://{}{}\n  kubeconfig: {} (client certificate, system:masters)\n  env file:   {} (`set -a; . {}; set +a`)\n  kubectl:    cargo xtask kube kubectl -- get ns   (or KUBECONFIG={} {} get ns)\n  logs:       {} (audit log: {})\n  nodes:      {}{} (pods run for real from the images in {})\n  inside:     cargo xtask kube exec -- <command>   (pod IPs, ClusterIPs and Service names resolve)\n  stop:       cargo xtask kube down",
+        "Kubernetes test ground: API server https://{}{}\n  kubeconfig: {} (client certificate, system:masters)\n  env file:   {} (`set -a; . {}; set +a`)\n  kubectl:    cargo xtask kube kubectl -- get ns   (or KUBECONFIG={} {} get ns)\n  logs:       {} (audit log: {})\n  nodes:      {}{} (pods run for real from the images in {}){}\n  inside:     cargo xtask kube exec -- <command>   (pod IPs, ClusterIPs and Service names resolve)\n  stop:       cargo xtask kube down",
         ground::API_ADDR,
         built
             .build_secs
@@ -127,6 +146,17 @@ fn print_summary(state: &state::State, built: &apiserver::Built) {
             .map(|r| format!(", standing for Slurm {r}'s nodes"))
             .unwrap_or_default(),
         crate::image::store_path().display(),
+        state
+            .hollow
+            .as_ref()
+            .map(|h| format!(
+                "\n  hollow:     {}1 … {}{} (pods run without containers; cost in {})",
+                parts::HOLLOW_PREFIX,
+                parts::HOLLOW_PREFIX,
+                h.nodes,
+                state::log_dir().join("hollow.log").display()
+            ))
+            .unwrap_or_default(),
     );
 }
 

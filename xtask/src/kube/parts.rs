@@ -1,6 +1,7 @@
 //! The ground's own processes (the `kube-ground` binary, test-only): the pod network, netd (cluster
 //! DNS and Service routing), the stand-in controllers and scheduler, and the test kubelet, which
 //! runs pods from the images `cargo xtask image` builds (Slurm 26.05 and the toolbox by default);
+//! with `--hollow-nodes`, the hollow process (Node objects whose pods run without containers);
 //! and the nodes' kubelet API (logs, exec, attach, port-forward), the API server's binary in its
 //! `kubelet-api` mode.
 
@@ -28,6 +29,9 @@ fn binary() -> PathBuf {
 fn pod_token_file() -> PathBuf {
     state::pki_dir().join("pod-token")
 }
+
+/// Hollow nodes are `hollow-1` … `hollow-N`.
+pub const HOLLOW_PREFIX: &str = "hollow-";
 
 pub fn node_names(state: &State) -> Vec<String> {
     (1..=state.nodes)
@@ -110,6 +114,20 @@ pub fn start(
             ),
         ],
     )?;
+    if let Some(hollow) = state.hollow.clone() {
+        let mut args = vec![
+            "hollow".to_string(),
+            format!("--nodes={}", hollow.nodes),
+            format!("--prefix={HOLLOW_PREFIX}"),
+        ];
+        if !hollow.allocatable.is_empty() {
+            args.push(format!("--allocatable={}", hollow.allocatable));
+        }
+        if hollow.taint {
+            args.push("--taint".into());
+        }
+        spawn(state, "hollow", &bin, &args)?;
+    }
     // The podman configuration and log layout of kube_ground's RuntimeConfig::ground().
     let ground = Path::new("/var/lib/slurm-dev/kube");
     spawn(
@@ -131,7 +149,8 @@ pub fn start(
             format!("--log-root={}", ground.join("logs/pods").display()),
         ],
     )?;
-    wait_nodes_ready(state, nodes.len())
+    let hollow = state.hollow.as_ref().map_or(0, |h| h.nodes as usize);
+    wait_nodes_ready(state, nodes.len() + hollow)
 }
 
 /// Removes every container and pod sandbox and the pod network, also after a crash.
@@ -171,7 +190,9 @@ fn pod_token() -> Result<PathBuf> {
 }
 
 fn wait_nodes_ready(state: &State, want: usize) -> Result<()> {
-    let deadline = Instant::now() + NODES_READY;
+    // Hollow nodes register a few at a time: a thousand take seconds.
+    let limit = NODES_READY + Duration::from_millis(50) * want as u32;
+    let deadline = Instant::now() + limit;
     loop {
         let out = super::ground::kubectl(state)
             .args([
@@ -190,8 +211,9 @@ fn wait_nodes_ready(state: &State, want: usize) -> Result<()> {
         }
         if Instant::now() > deadline {
             bail!(
-                "{ready} of {want} nodes Ready after {NODES_READY:?}; see {}",
-                state::log_dir().join("kubelet.log").display()
+                "{ready} of {want} nodes Ready after {limit:?}; see {} and {}",
+                state::log_dir().join("kubelet.log").display(),
+                state::log_dir().join("hollow.log").display()
             );
         }
         std::thread::sleep(Duration::from_millis(300));

@@ -13,9 +13,22 @@ pub struct State {
     pub nodes: u32,
     /// `--slurm`: the Slurm cluster whose nodes the Kubernetes nodes will stand for.
     pub slurm: Option<Release>,
+    /// `--hollow-nodes` and their options: the nodes the hollow process serves.
+    #[serde(default)]
+    pub hollow: Option<Hollow>,
     pub kubectl: PathBuf,
     /// Processes in start order; `down` stops them in reverse.
     pub daemons: Vec<Daemon>,
+}
+
+/// Hollow nodes: Node objects whose pods run without containers (`kube-ground hollow`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hollow {
+    pub nodes: u32,
+    /// `cpu=4,memory=8Gi,pods=110`: what each offers; empty, as the test kubelet's nodes.
+    pub allocatable: String,
+    /// Tainted `kube-ground.slurm-rs.dev/hollow=true:NoSchedule`.
+    pub taint: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -327,6 +327,7 @@ fn ground_up(workspace: &Path) -> Result<()> {
     let shape = crate::kube::ground::Shape {
         nodes: 3,
         slurm: None,
+        hollow: None,
     };
     crate::kube::ground::up(&shape, workspace).map(drop)
 }

@@ -4,34 +4,30 @@
 //! ground's nodes; each pod has its own worker task.
 
 mod container;
+pub(crate) mod dispatch;
 mod env;
 mod hosts;
 mod images;
-mod node;
+pub(crate) mod node;
 mod probes;
 mod refs;
+pub(crate) mod report;
 pub(crate) mod resources;
 mod sources;
-mod status;
+pub(crate) mod status;
 mod tokens;
 mod volumes;
 mod worker;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client};
 use kube_ground::net::{NetConfig, Network};
 use kube_ground::runtime::{Runtime, RuntimeConfig};
 use tokens::Tokens;
-use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -63,7 +59,7 @@ pub struct Args {
     pub extended: Vec<(String, String)>,
 }
 
-fn parse_pair(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_pair(s: &str) -> Result<(String, String), String> {
     s.split_once('=')
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .ok_or_else(|| format!("{s:?}: expected NAME=QUANTITY"))
@@ -81,13 +77,17 @@ pub async fn run(args: Args) -> Result<()> {
     let shape = node::Shape {
         address: network.config().gateway.to_string(),
         kubelet_port: args.kubelet_port,
-        extended: args.extended.iter().cloned().collect(),
+        resources: args.extended.iter().cloned().collect(),
+        labels: Default::default(),
+        taints: Vec::new(),
+        os_image: "kube-ground test node".into(),
     };
     node::register(&client, &args.nodes, &shape).await?;
     tokio::spawn(node::heartbeat(
         client.clone(),
         args.nodes.clone(),
         shape.clone(),
+        node::STATUS_EVERY,
     ));
     let read = |p: &Option<PathBuf>| -> Result<Vec<u8>> {
         match p {
@@ -121,89 +121,8 @@ pub async fn run(args: Args) -> Result<()> {
         image_layout: args.image_layout.clone(),
     });
     tracing::info!(nodes = ?args.nodes, "kubelet running");
-    serve_pods(client, ctx, args.nodes.into_iter().collect()).await
-}
-
-/// Feeds every pod bound to one of `nodes` to its worker, starting one per pod uid.
-async fn serve_pods(client: Client, ctx: Arc<worker::Ctx>, nodes: BTreeSet<String>) -> Result<()> {
-    let api: Api<Pod> = Api::all(client);
-    let mut events = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    let mut workers: HashMap<String, watch::Sender<Option<Pod>>> = HashMap::new();
-    let mut running: JoinSet<String> = JoinSet::new();
-    let mut listed: BTreeMap<String, ()> = BTreeMap::new();
-    // Pods whose worker has removed them: late events about them start nothing.
-    let mut done: HashSet<String> = HashSet::new();
-    let ours = |p: &Pod| {
-        p.spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_ref())
-            .is_some_and(|n| nodes.contains(n))
-    };
-    loop {
-        tokio::select! {
-            Some(finished) = running.join_next() => {
-                if let Ok(uid) = finished {
-                    workers.remove(&uid);
-                    done.insert(uid);
-                }
-            }
-            event = events.next() => {
-                let Some(event) = event else { return Ok(()) };
-                match event {
-                    Ok(watcher::Event::Init) => listed.clear(),
-                    Ok(watcher::Event::InitApply(pod)) => {
-                        if ours(&pod) && !done.contains(&uid(&pod)) {
-                            listed.insert(uid(&pod), ());
-                            feed(&ctx, &mut workers, &mut running, pod);
-                        }
-                    }
-                    Ok(watcher::Event::InitDone) => {
-                        // Pods gone while the watch was down.
-                        for (uid, tx) in &workers {
-                            if !listed.contains_key(uid) {
-                                let _ = tx.send(None);
-                            }
-                        }
-                    }
-                    Ok(watcher::Event::Apply(pod)) => {
-                        if ours(&pod) && !done.contains(&uid(&pod)) {
-                            feed(&ctx, &mut workers, &mut running, pod);
-                        }
-                    }
-                    Ok(watcher::Event::Delete(pod)) => {
-                        if let Some(tx) = workers.get(&uid(&pod)) {
-                            let _ = tx.send(None);
-                        }
-                    }
-                    Err(e) => tracing::warn!("watching pods: {e}"),
-                }
-            }
-        }
-    }
-}
-
-fn uid(pod: &Pod) -> String {
-    pod.metadata.uid.clone().unwrap_or_default()
-}
-
-fn feed(
-    ctx: &Arc<worker::Ctx>,
-    workers: &mut HashMap<String, watch::Sender<Option<Pod>>>,
-    running: &mut JoinSet<String>,
-    pod: Pod,
-) {
-    let uid = uid(&pod);
-    if let Some(tx) = workers.get(&uid) {
-        let _ = tx.send(Some(pod));
-        return;
-    }
-    let (tx, rx) = watch::channel(Some(pod));
-    workers.insert(uid.clone(), tx);
-    let ctx = ctx.clone();
-    running.spawn(async move {
-        worker::run(ctx, rx).await;
-        uid
-    });
+    dispatch::serve_pods(client, args.nodes.into_iter().collect(), move |rx| {
+        worker::run(ctx.clone(), rx)
+    })
+    .await
 }

@@ -9,12 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
-use kube::runtime::events::{Event, EventType, Recorder};
-use kube::{Api, Client, Resource};
+use kube::Client;
+use kube::runtime::events::{EventType, Recorder};
 use kube_ground::net::{Network, Sandbox};
 use kube_ground::runtime::{ContainerRef, PodRef, Runtime};
 use tokio::sync::{mpsc, watch};
@@ -23,7 +21,8 @@ use tokio::time::Instant;
 use super::container::{self, PodParts};
 use super::probes::{Kind, Prober};
 use super::refs::Refs;
-use super::status::{self, Exit, PodRun, Record, Run};
+use super::report::{self, StatusWriter};
+use super::status::{Exit, PodRun, Record, Run};
 use super::volumes::{self, HostVolume};
 use super::{env, hosts, images};
 
@@ -94,8 +93,7 @@ struct Worker {
     failed: Option<(String, String)>,
     finished: bool,
     exits_tx: mpsc::Sender<(String, u32)>,
-    pushed: Option<serde_json::Value>,
-    transitions: BTreeMap<String, (String, Timestamp)>,
+    status: StatusWriter,
 }
 
 /// Runs the pod whose latest object `updates` carries (`None` once it is gone from the API).
@@ -164,11 +162,7 @@ pub async fn run(ctx: Arc<Ctx>, mut updates: watch::Receiver<Option<Pod>>) {
 impl Worker {
     fn new(ctx: Arc<Ctx>, pod: Pod, exits_tx: mpsc::Sender<(String, u32)>) -> Worker {
         let spec = pod.spec.clone().unwrap_or_default();
-        let pod_ref = PodRef {
-            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
-            name: pod.metadata.name.clone().unwrap_or_default(),
-            uid: pod.metadata.uid.clone().unwrap_or_default(),
-        };
+        let pod_ref = report::pod_ref(&pod);
         let init = spec
             .init_containers
             .iter()
@@ -194,8 +188,7 @@ impl Worker {
             failed: None,
             finished: false,
             exits_tx,
-            pushed: None,
-            transitions: BTreeMap::new(),
+            status: StatusWriter::default(),
         }
     }
 
@@ -647,24 +640,8 @@ impl Worker {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
         if in_api {
-            // As the kubelet does since Kubernetes 1.27: a deleted pod ends in a terminal phase
-            // before its object goes, so that controllers holding a finalizer (slurm-bridge) see
-            // that it no longer runs.
             self.end_for_deletion().await;
-            let api: Api<Pod> = Api::namespaced(self.ctx.client.clone(), &self.pod_ref.namespace);
-            let params = DeleteParams {
-                grace_period_seconds: Some(0),
-                preconditions: Some(Preconditions {
-                    uid: Some(self.pod_ref.uid.clone()),
-                    resource_version: None,
-                }),
-                ..Default::default()
-            };
-            match api.delete(&self.pod_ref.name, &params).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                Err(e) => tracing::warn!(pod = %self.pod_ref, "deleting the pod: {e}"),
-            }
+            report::delete(&self.ctx.client, &self.pod_ref).await;
         }
         self.sandbox = None;
         tracing::info!(pod = %self.pod_ref, "pod removed");
@@ -673,25 +650,14 @@ impl Worker {
     /// Marks every container that ran as ended (killed: 137) and pushes the pod's final status:
     /// Succeeded when every container had already exited 0, Failed otherwise.
     async fn end_for_deletion(&mut self) {
-        let now = Timestamp::now();
-        for slot in self.init.iter_mut().chain(self.main.iter_mut()) {
-            if let Run::Running { since } = slot.record.run {
-                slot.record.run = Run::Exited(Exit {
-                    code: 137,
-                    reason: "Error".into(),
-                    started: since,
-                    finished: now,
-                    message: String::new(),
-                });
-                slot.record.ready = false;
-            }
-        }
-        let all_zero = self
-            .main
-            .iter()
-            .all(|s| matches!(&s.record.run, Run::Exited(e) if e.code == 0));
-        if !all_zero && self.failed.is_none() {
-            self.failed = Some(("Terminated".into(), "The pod was deleted".into()));
+        report::kill_running(
+            self.init
+                .iter_mut()
+                .chain(self.main.iter_mut())
+                .map(|s| &mut s.record),
+        );
+        if self.failed.is_none() {
+            self.failed = report::deletion_failure(self.main.iter().map(|s| &s.record));
         }
         self.sandbox = None;
         self.push_status().await;
@@ -718,24 +684,11 @@ impl Worker {
     }
 
     async fn event(&self, type_: EventType, reason: &str, note: &str) {
-        let reference = self.pod.object_ref(&());
-        let ev = Event {
-            type_,
-            reason: reason.into(),
-            note: Some(note.chars().take(1000).collect()),
-            action: reason.into(),
-            secondary: None,
-        };
-        if let Err(e) = self.ctx.recorder.publish(&ev, &reference).await {
-            tracing::debug!("publishing an event: {e}");
-        }
+        report::event(&self.ctx.recorder, &self.pod, type_, reason, note).await;
     }
 
-    /// Writes the status when it changed (conditions keep their transition times).
+    /// Writes the status when it changed.
     async fn push_status(&mut self) {
-        let Some(spec) = self.pod.spec.clone() else {
-            return;
-        };
         let run = PodRun {
             ip: self.sandbox.as_ref().map(|s| s.ip.to_string()),
             host_ip: Some(self.ctx.host_ip.clone()),
@@ -744,57 +697,10 @@ impl Worker {
             containers: self.main.iter().map(|s| s.record.clone()).collect(),
             failed: self.failed.clone(),
         };
-        let gates_ok = spec.readiness_gates.iter().flatten().all(|g| {
-            self.pod
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| c.type_ == g.condition_type && c.status == "True")
-                })
-        });
-        let mut st = status::compute(&spec, &run, Timestamp::now(), gates_ok);
-        if let Some(conds) = st.conditions.as_mut() {
-            for c in conds.iter_mut() {
-                keep_transition(&mut self.transitions, c);
-            }
-        }
-        // Pushed before, and the API server still shows it: another writer (a controller's
-        // merge patch of the conditions) may have replaced what was pushed, which the real
-        // kubelet corrects at its next sync too.
-        let shown = conditions_shown(&st, self.pod.status.as_ref());
-        let body = serde_json::json!({ "status": st });
-        if self.pushed.as_ref() == Some(&body) && shown {
-            return;
-        }
-        let api: Api<Pod> = Api::namespaced(self.ctx.client.clone(), &self.pod_ref.namespace);
-        match api
-            .patch_status(
-                &self.pod_ref.name,
-                &PatchParams::default(),
-                &Patch::Strategic(&body),
-            )
-            .await
-        {
-            Ok(p) => {
-                self.pod.status = p.status;
-                self.pushed = Some(body);
-            }
-            Err(e) => tracing::warn!(pod = %self.pod_ref, "writing the pod status: {e}"),
-        }
+        self.status
+            .push(&self.ctx.client, &mut self.pod, &run)
+            .await;
     }
-}
-
-/// Whether every condition of `computed` has the same status in `current`.
-fn conditions_shown(computed: &PodStatus, current: Option<&PodStatus>) -> bool {
-    let current = current.and_then(|s| s.conditions.as_ref());
-    computed.conditions.iter().flatten().all(|c| {
-        current.is_some_and(|cs| {
-            cs.iter()
-                .any(|o| o.type_ == c.type_ && o.status == c.status)
-        })
-    })
 }
 
 fn p_next(p: &Prober) -> Instant {
@@ -804,19 +710,5 @@ fn p_next(p: &Prober) -> Instant {
         now
     } else {
         now + Duration::from_millis(500)
-    }
-}
-
-fn keep_transition(seen: &mut BTreeMap<String, (String, Timestamp)>, c: &mut PodCondition) {
-    match seen.get(&c.type_) {
-        Some((status, at)) if *status == c.status => c.last_transition_time = Some(Time(*at)),
-        _ => {
-            let at = c
-                .last_transition_time
-                .as_ref()
-                .map(|t| t.0)
-                .unwrap_or_else(Timestamp::now);
-            seen.insert(c.type_.clone(), (c.status.clone(), at));
-        }
     }
 }
