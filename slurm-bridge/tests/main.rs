@@ -8,5 +8,6 @@ mod bridge;
 mod chart;
 mod gang;
 mod old_slurm;
+mod own_jobs;
 mod qos;
 mod workloads;

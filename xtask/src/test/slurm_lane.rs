@@ -17,7 +17,7 @@ use crate::unified::Artifact;
 pub const ON_GROUND: &[&str] = &["xtask", "kube-ground", "slurm-operator", "slurm-bridge"];
 
 /// Test files of those packages that need the local Slurm clusters instead: (package, test).
-const ON_SLURM: &[(&str, &str)] = &[("slurm-bridge", "old_slurm")];
+const ON_SLURM: &[(&str, &str)] = &[("slurm-bridge", "old_slurm"), ("slurm-bridge", "own_jobs")];
 
 pub fn on_slurm(a: &Artifact) -> bool {
     a.kind == "test" && ON_SLURM.contains(&(a.package.as_str(), a.name.as_str()))
