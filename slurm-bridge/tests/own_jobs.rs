@@ -67,7 +67,6 @@ async fn a_restarted_bridge_finds_its_own_jobs_without_mcs_plugin() {
         ids.push(id);
     }
 
-    for id in &ids { let j = client.get_job(*id).await.unwrap().value; eprintln!("MCS {id}: {:?} flags {:?}", j.mcs_label, j.flags); }
     let book = JobBook::load(&client, "kubernetes").await;
     for id in &ids {
         let _ = client.cancel_job(*id).await;
