@@ -17,6 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use slurm_client::JobState;
 
+pub use crate::volumes::Gate;
+use crate::volumes::{BIND_TIMEOUT_SECONDS, SELECTED_NODE, reasons};
+
 /// How long after a deleted pod's grace period the bridge stops waiting for a kubelet.
 pub const OVERDUE_AFTER_GRACE: i64 = 60;
 
@@ -50,6 +53,10 @@ pub struct PodView {
     pub finalizer: bool,
     /// Its `SlurmJob` condition as it is: `(status, reason, message)`.
     pub condition: Option<(String, String, String)>,
+    /// Seconds since that condition was last written.
+    pub condition_age: Option<i64>,
+    /// Whether its persistent volumes let it be placed (see [`volumes`](crate::volumes)).
+    pub volumes: Gate,
 }
 
 impl PodView {
@@ -126,6 +133,16 @@ pub enum Action {
         /// The job.
         job_id: u32,
     },
+    /// Give the pod's unbound `WaitForFirstConsumer` claims its node
+    /// (`volume.kubernetes.io/selected-node`), for their provisioner.
+    SelectNode {
+        /// The pod.
+        pod: String,
+        /// The Kubernetes node.
+        node: String,
+        /// The claims.
+        claims: Vec<String>,
+    },
     /// Annotate the pod with its node and bind it there.
     Bind {
         /// The pod.
@@ -198,6 +215,9 @@ pub fn decide(w: &Workload) -> Vec<Action> {
                 }
             };
             if waiting.len() >= gang {
+                if held_by_volumes(&mut actions, &waiting) {
+                    return actions;
+                }
                 actions.push(Action::Submit {
                     pods: waiting.iter().map(|p| p.name.clone()).collect(),
                 });
@@ -239,6 +259,14 @@ pub fn decide(w: &Workload) -> Vec<Action> {
                 && unbound.len() >= gang
                 && live.iter().all(|p| p.bound_node.is_none())
             {
+                let waiting: Vec<&PodView> = live
+                    .iter()
+                    .filter(|p| p.deleting.is_none())
+                    .copied()
+                    .collect();
+                if held_by_volumes(&mut actions, &waiting) {
+                    return actions;
+                }
                 actions.push(Action::Submit { pods: unbound });
             }
         }
@@ -313,7 +341,12 @@ pub fn decide(w: &Workload) -> Vec<Action> {
 fn bind(actions: &mut Vec<Action>, id: u32, live: &[&PodView], nodes: &[(String, Option<String>)]) {
     let held: BTreeSet<&str> = live
         .iter()
-        .filter_map(|p| p.bound_node.as_deref().or(p.assigned_node.as_deref()))
+        .filter_map(|p| {
+            p.bound_node
+                .as_deref()
+                .or(p.assigned_node.as_deref())
+                .or(p.volumes.pinned())
+        })
         .collect();
     let allocated: BTreeMap<&str, &str> = nodes
         .iter()
@@ -332,15 +365,12 @@ fn bind(actions: &mut Vec<Action>, id: u32, live: &[&PodView], nodes: &[(String,
         if p.deleting.is_some() {
             continue;
         }
-        let node = match p.assigned_node.as_deref() {
+        let node = match p.assigned_node.as_deref().or(p.volumes.pinned()) {
             Some(node) if allocated.contains_key(node) => Some(node),
             _ => free.next(),
         };
         match node {
-            Some(node) => actions.push(Action::Bind {
-                pod: p.name.clone(),
-                node: node.to_owned(),
-            }),
+            Some(node) => bind_with_volumes(actions, id, p, node),
             None => {
                 let unmapped: Vec<&str> = nodes
                     .iter()
@@ -364,6 +394,99 @@ fn bind(actions: &mut Vec<Action>, id: u32, live: &[&PodView], nodes: &[(String,
                 }
             }
         }
+    }
+}
+
+/// Holds back the submission of `waiting` while a pod's volumes do (see [`Gate::Blocked`]):
+/// each such pod says why, the others that they wait for it. `true` when held.
+fn held_by_volumes(actions: &mut Vec<Action>, waiting: &[&PodView]) -> bool {
+    let blocked: Vec<&str> = waiting
+        .iter()
+        .filter(|p| matches!(p.volumes, Gate::Blocked { .. }))
+        .map(|p| p.name.as_str())
+        .collect();
+    if blocked.is_empty() {
+        return false;
+    }
+    let others = format!(
+        "waiting for the volumes of pod(s) {} of the group before submitting its Slurm job",
+        blocked.join(",")
+    );
+    for p in waiting {
+        match &p.volumes {
+            Gate::Blocked { reason, message } => condition(actions, p, "False", reason, message),
+            _ => condition(actions, p, "False", "WaitingForGroup", &others),
+        }
+    }
+    true
+}
+
+/// Binds `p` to `node` of job `id`'s allocation once its claims are bound; until then gives
+/// its unbound `WaitForFirstConsumer` claims the node and says that it waits for them, and
+/// after [`BIND_TIMEOUT_SECONDS`] that they were not bound in time. The job keeps the node:
+/// the claims are the node's now (their provisioner may still bind them), and ending the job
+/// would end the pod.
+fn bind_with_volumes(actions: &mut Vec<Action>, id: u32, p: &PodView, node: &str) {
+    let claims = match &p.volumes {
+        Gate::Ready => {
+            actions.push(Action::Bind {
+                pod: p.name.clone(),
+                node: node.to_owned(),
+            });
+            return;
+        }
+        // A claim deleted or changed after the submission.
+        Gate::Blocked { reason, message } => {
+            condition(actions, p, "False", reason, message);
+            return;
+        }
+        Gate::Provision(claims) => claims,
+    };
+    let elsewhere: Vec<String> = claims
+        .iter()
+        .filter_map(|(c, there)| {
+            there
+                .as_deref()
+                .filter(|t| *t != node)
+                .map(|t| format!("{c:?} on {t}"))
+        })
+        .collect();
+    if !elsewhere.is_empty() {
+        let message = format!(
+            "Slurm job {id} placed the pod on {node}, but claim(s) {} are being provisioned elsewhere ({SELECTED_NODE})",
+            elsewhere.join(", ")
+        );
+        condition(actions, p, "False", reasons::VOLUME_NODE_CONFLICT, &message);
+        return;
+    }
+    let unselected: Vec<String> = claims
+        .iter()
+        .filter(|(_, there)| there.is_none())
+        .map(|(c, _)| c.clone())
+        .collect();
+    if !unselected.is_empty() {
+        actions.push(Action::SelectNode {
+            pod: p.name.clone(),
+            node: node.to_owned(),
+            claims: unselected,
+        });
+    }
+    let names: Vec<&str> = claims.iter().map(|(c, _)| c.as_str()).collect();
+    let names = names.join(",");
+    let current = p.condition.as_ref().map(|(_, r, _)| r.as_str());
+    let overdue = current == Some(reasons::BINDING_TIMEOUT)
+        || (current == Some(reasons::WAITING_FOR_BINDING)
+            && p.condition_age.is_some_and(|a| a >= BIND_TIMEOUT_SECONDS));
+    if overdue {
+        let message = format!(
+            "claim(s) {names} not bound {BIND_TIMEOUT_SECONDS} s after {SELECTED_NODE}={node}: check their StorageClass's provisioner; Slurm job {id} keeps the node, and the pod is bound once they are (delete the pod to free the node)"
+        );
+        condition(actions, p, "False", reasons::BINDING_TIMEOUT, &message);
+    } else {
+        let message = format!(
+            "Slurm job {id} placed the pod on {node}; waiting for claim(s) {names} to be provisioned and bound there"
+        );
+        condition(actions, p, "False", reasons::WAITING_FOR_BINDING, &message);
     }
 }
 

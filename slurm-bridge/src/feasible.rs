@@ -8,10 +8,11 @@
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 use kube::ResourceExt;
 
 use crate::keys;
+use crate::node_selector;
 use crate::resources::Requests;
 
 /// The Slurm node name a Kubernetes node stands for.
@@ -83,22 +84,8 @@ pub fn unfit(pod: &Pod, node: &Node, used: &NodeUsage) -> Option<String> {
         .affinity
         .and_then(|a| a.node_affinity)
         .and_then(|a| a.required_during_scheduling_ignored_during_execution);
-    if let Some(required) = required {
-        let name = node.name_any();
-        let any_term = required.node_selector_terms.iter().any(|term| {
-            term.match_expressions
-                .iter()
-                .flatten()
-                .all(|r| requirement(r, labels.get(&r.key).map(String::as_str)))
-                && term
-                    .match_fields
-                    .iter()
-                    .flatten()
-                    .all(|r| r.key == "metadata.name" && requirement(r, Some(name.as_str())))
-        });
-        if !any_term {
-            return Some("required node affinity".into());
-        }
+    if required.is_some_and(|r| !node_selector::matches(&r, node)) {
+        return Some("required node affinity".into());
     }
     let allocatable = |resource: &str| {
         node.status
@@ -181,31 +168,6 @@ pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
             Some("Exists") => true,
             _ => t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""),
         }
-}
-
-fn requirement(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let values = r.values.as_deref().unwrap_or_default();
-    let number = |v: &str| v.parse::<i64>().ok();
-    match r.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "NotIn" => !value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(v), Some(bound)) = (
-                value.and_then(number),
-                values.first().and_then(|b| number(b)),
-            ) else {
-                return false;
-            };
-            if r.operator == "Gt" {
-                v > bound
-            } else {
-                v < bound
-            }
-        }
-        _ => false,
-    }
 }
 
 /// The Slurm nodes (of `slurm_nodes`) that `pods` must not be given: those whose Kubernetes node

@@ -104,6 +104,8 @@ mod tests {
             deleting: None,
             finalizer: false,
             condition: None,
+            condition_age: None,
+            volumes: crate::decide::Gate::Ready,
         }
     }
 

@@ -21,6 +21,7 @@ use slurm_bridge::metrics::Metrics;
 use slurm_bridge::nodes;
 use slurm_bridge::scheduler::{Scheduler, Wake};
 use slurm_bridge::slurm_nodes::SlurmNodes;
+use slurm_bridge::storage::Storage;
 use slurm_bridge::webhook::{self, config as hook_config};
 use slurm_client::{ApiVersion, ClientBuilder, TokenFile};
 use tokio::sync::mpsc;
@@ -188,6 +189,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // Every bound pod, whoever bound it → what it takes of its node (the Kubernetes-side fit).
     let usage = slurm_bridge::usage::Usage::new(&config.scheduler_name);
     watchers.spawn(usage.clone().follow(Api::all(client.clone())));
+    // Claims, PersistentVolumes, StorageClasses → unbound pods that use claims.
+    let (storage, storage_watches) = Storage::watch(&client, wake_tx.clone());
+    for watch in storage_watches {
+        watchers.spawn(watch);
+    }
     // Kubernetes nodes → waiting workloads.
     let node_api: Api<Node> = Api::all(client.clone());
     watchers.spawn({
@@ -253,6 +259,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .wait_until_ready()
         .await
         .context("the node watch never started")?;
+    storage
+        .wait_until_ready()
+        .await
+        .context("the claim, volume and storage class watches never started")?;
     ready.set_ready();
     let reporter = Reporter {
         controller: "slurm-bridge".into(),
@@ -272,6 +282,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         usage,
         groups: Default::default(),
         members,
+        storage,
     };
     tracing::info!("scheduling");
     tokio::select! {

@@ -32,8 +32,10 @@ use crate::pods;
 use crate::queue::Queue;
 use crate::roots;
 use crate::slurm_nodes::SlurmNodes;
+use crate::storage::{self, Storage};
 use crate::translate::{self, Workload};
 use crate::usage::Usage;
+use crate::volumes::{self, Volumes};
 use crate::workload::{Group, RootFacts, RootKind, WorkloadKey, key_of};
 
 /// Why the loop should look at workloads again.
@@ -45,6 +47,9 @@ pub enum Wake {
     Nodes,
     /// A job of these pods (`<ns>/<name>`) changed in Slurm.
     Pods(Vec<String>),
+    /// A claim of this namespace, or (`None`) a PersistentVolume or StorageClass, changed:
+    /// unbound pods that use claims may be placed now.
+    Storage(Option<String>),
 }
 
 /// Everything the loop uses.
@@ -75,6 +80,8 @@ pub struct Scheduler {
     pub groups: pod_group::Groups,
     /// Which pods make each workload.
     pub members: Members,
+    /// Claims, PersistentVolumes and StorageClasses.
+    pub storage: Storage,
 }
 
 /// A workload's failure: what to tell and when to try again.
@@ -154,6 +161,19 @@ impl Scheduler {
                     }
                 }
             }
+            Wake::Storage(namespace) => {
+                for p in self.pods.state() {
+                    let unbound = p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none();
+                    if unbound
+                        && namespace
+                            .as_ref()
+                            .is_none_or(|ns| p.namespace().as_ref() == Some(ns))
+                        && !volumes::claims_of(&p).is_empty()
+                    {
+                        queue.wake(key_of(&p));
+                    }
+                }
+            }
         }
     }
 
@@ -169,7 +189,16 @@ impl Scheduler {
             self.groups.forget(key);
             return Ok(());
         }
-        let views: Vec<PodView> = members.iter().map(|p| self.assume(view(p), p)).collect();
+        let views: Vec<PodView> = members
+            .iter()
+            .map(|p| {
+                let mut v = self.assume(view(p), p);
+                if v.bound_node.is_none() {
+                    v.volumes = self.storage.assess(p).gate;
+                }
+                v
+            })
+            .collect();
         let job = self.job_of(&views, &members);
         // The gang size needs the root object: read it only when a submission is possible, and
         // once (the submission uses the same reading).
@@ -309,10 +338,27 @@ impl Scheduler {
         }
     }
 
-    /// The Slurm nodes (of `slurm_nodes`) that Kubernetes does not allow for `pods` now.
+    /// The Slurm nodes (of `slurm_nodes`) that Kubernetes does not allow for `pods` now:
+    /// those the nodes rule out, and those the pods' volumes do.
     fn excluded_for(&self, pods: &[&Pod], slurm_nodes: &BTreeSet<String>) -> Vec<String> {
+        let (by_nodes, by_volumes) = self.exclusions(pods, slurm_nodes);
+        let mut all: BTreeSet<String> = by_nodes.into_iter().collect();
+        all.extend(by_volumes.into_keys());
+        all.into_iter().collect()
+    }
+
+    /// [`excluded_for`](Self::excluded_for)'s two parts; the volumes' with why.
+    fn exclusions(
+        &self,
+        pods: &[&Pod],
+        slurm_nodes: &BTreeSet<String>,
+    ) -> (Vec<String>, BTreeMap<String, String>) {
         let nodes = self.nodes.state();
-        feasible::excluded_nodes(pods, &nodes, slurm_nodes, &self.usage.per_node())
+        let by_nodes = feasible::excluded_nodes(pods, &nodes, slurm_nodes, &self.usage.per_node());
+        let assessed: Vec<Volumes> = pods.iter().map(|p| self.storage.assess(p)).collect();
+        let by_volumes =
+            volumes::excluded_nodes(&assessed, nodes.iter().map(|n| &**n), slurm_nodes);
+        (by_nodes, by_volumes)
     }
 
     fn managed(&self, pod: &Pod) -> bool {
@@ -376,6 +422,32 @@ impl Scheduler {
                     .await
                     .map_err(kube_failed("label"))?;
                 self.metrics.action("label", None);
+            }
+            Action::SelectNode {
+                pod: name,
+                node,
+                claims,
+            } => {
+                for claim in &claims {
+                    storage::select_node(&self.client, ns, claim, &node)
+                        .await
+                        .map_err(kube_failed("select_node"))?;
+                }
+                self.metrics.action("select_node", None);
+                tracing::info!(pod = %format!("{ns}/{name}"), %node, claims = %claims.join(","), "gave the pod's claims its node");
+                if let Some(p) = pod(&name) {
+                    self.event(
+                        &*p,
+                        false,
+                        "SelectedNode",
+                        "Bind",
+                        format!(
+                            "claim(s) {} to be provisioned on {node} ({})",
+                            claims.join(","),
+                            volumes::SELECTED_NODE
+                        ),
+                    );
+                }
             }
             Action::Bind { pod: name, node } => {
                 pods::bind(&self.client, ns, &name, &node)
@@ -462,7 +534,12 @@ impl Scheduler {
                 if let Some(p) = pod(&name)
                     && status == "False"
                 {
-                    self.event(&*p, false, &reason, "Schedule", message);
+                    let warning = [
+                        volumes::reasons::BINDING_TIMEOUT,
+                        volumes::reasons::VOLUME_NODE_CONFLICT,
+                    ]
+                    .contains(&reason.as_str());
+                    self.event(&*p, warning, &reason, "Schedule", message);
                 }
             }
         }
@@ -489,7 +566,23 @@ impl Scheduler {
                 message: "the Slurm node list has not been read yet".into(),
             });
         };
-        let excluded = self.excluded_for(&pods, &slurm_nodes);
+        let (by_nodes, by_volumes) = self.exclusions(&pods, &slurm_nodes);
+        if let Some(message) = volumes::too_few_nodes(slurm_nodes.len(), &by_volumes, pods.len()) {
+            for p in &pods {
+                self.set_condition(p, volumes::reasons::VOLUME_NODE_CONFLICT, &message)
+                    .await;
+            }
+            return Err(Failed {
+                action: "submit",
+                message,
+            });
+        }
+        let excluded: Vec<String> = by_nodes
+            .into_iter()
+            .chain(by_volumes.into_keys())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
         if let Some(message) =
             feasible::too_few_nodes(slurm_nodes.len(), excluded.len(), pods.len())
         {
@@ -667,6 +760,9 @@ pub fn view(pod: &Pod) -> PodView {
         let grace = pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
         (since + grace, grace)
     });
+    let condition = status
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == keys::SLURM_JOB_CONDITION));
     PodView {
         name: pod.name_any(),
         job_id: pod
@@ -680,15 +776,16 @@ pub fn view(pod: &Pod) -> PodView {
         phase,
         deleting,
         finalizer: pod.finalizers().iter().any(|f| f == keys::FINALIZER),
-        condition: status
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|c| c.iter().find(|c| c.type_ == keys::SLURM_JOB_CONDITION))
-            .map(|c| {
-                (
-                    c.status.clone(),
-                    c.reason.clone().unwrap_or_default(),
-                    c.message.clone().unwrap_or_default(),
-                )
-            }),
+        condition: condition.map(|c| {
+            (
+                c.status.clone(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        }),
+        condition_age: condition
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map(|t| jiff::Timestamp::now().duration_since(t.0).as_secs()),
+        volumes: decide::Gate::Ready,
     }
 }

@@ -422,6 +422,10 @@ const BRIDGE_UNUSED: &[(&str, &str)] = &[
     ),
     ("get jobset.x-k8s.io/jobsets", OWNERS),
     ("get leaderworkerset.x-k8s.io/leaderworkersets", OWNERS),
+    (
+        "patch core/persistentvolumeclaims",
+        "a WaitForFirstConsumer claim's selected node; the pods here use no claims",
+    ),
 ];
 /// The bridge's walk up a pod's owners (the workload's annotations, its gang size).
 const OWNERS: &str = "the walk from a pod to the workload that owns it; the pods here are bare";

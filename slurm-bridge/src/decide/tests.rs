@@ -12,6 +12,8 @@ fn pod(name: &str) -> PodView {
         deleting: None,
         finalizer: false,
         condition: None,
+        condition_age: None,
+        volumes: Gate::Ready,
     }
 }
 
@@ -58,6 +60,9 @@ fn kinds(actions: &[Action]) -> Vec<String> {
         .map(|a| match a {
             Action::Submit { pods } => format!("submit {}", pods.join(",")),
             Action::Label { pod, job_id } => format!("label {pod} {job_id}"),
+            Action::SelectNode { pod, node, claims } => {
+                format!("select {pod} {node} {}", claims.join(","))
+            }
             Action::Bind { pod, node } => format!("bind {pod} {node}"),
             Action::Cancel { job_id, .. } => format!("cancel {job_id}"),
             Action::Delete { pod, .. } => format!("delete {pod}"),
@@ -309,4 +314,157 @@ fn an_ended_job_never_ends_a_pod_that_is_not_its_own() {
         1,
     );
     assert_eq!(kinds(&decide(&w)), ["release a"]);
+}
+
+fn with_volumes(mut p: PodView, gate: Gate) -> PodView {
+    p.volumes = gate;
+    p
+}
+
+fn blocked(why: &str) -> Gate {
+    Gate::Blocked {
+        reason: "WaitingForVolume".into(),
+        message: why.into(),
+    }
+}
+
+fn provision(claims: &[(&str, Option<&str>)]) -> Gate {
+    Gate::Provision(
+        claims
+            .iter()
+            .map(|(c, n)| (c.to_string(), n.map(String::from)))
+            .collect(),
+    )
+}
+
+#[test]
+fn volumes_that_hold_a_pod_back_hold_back_its_submission() {
+    let w = workload(
+        vec![with_volumes(
+            pod("a"),
+            blocked("persistentvolumeclaim \"data\" not found"),
+        )],
+        JobView::None,
+        1,
+    );
+    assert_eq!(kinds(&decide(&w)), ["condition a WaitingForVolume"]);
+    // In a gang, the others say whom they wait for.
+    let w = workload(
+        vec![with_volumes(pod("a"), blocked("x")), pod("b")],
+        JobView::None,
+        2,
+    );
+    let actions = decide(&w);
+    assert_eq!(
+        kinds(&actions),
+        [
+            "condition a WaitingForVolume",
+            "condition b WaitingForGroup"
+        ]
+    );
+    let Action::Condition { message, .. } = &actions[1] else {
+        unreachable!()
+    };
+    assert!(message.contains("volumes of pod(s) a"), "{message}");
+    // A job Slurm forgot is not submitted again either.
+    let w = workload(
+        vec![with_volumes(labelled("a", 3), blocked("x"))],
+        JobView::Missing(3),
+        1,
+    );
+    assert_eq!(kinds(&decide(&w)), ["condition a WaitingForVolume"]);
+    // Claims to provision do not hold back a submission: Slurm chooses their node.
+    let w = workload(
+        vec![with_volumes(pod("a"), provision(&[("data", None)]))],
+        JobView::None,
+        1,
+    );
+    assert_eq!(kinds(&decide(&w)), ["submit a"]);
+}
+
+#[test]
+fn claims_get_the_node_slurm_chose_then_the_pod_is_bound() {
+    let running = || known(5, JobState::Running, &["n1", "n2"]);
+    // The job started: the claims get the node, the pod waits for them.
+    let w = workload(
+        vec![with_volumes(
+            labelled("a", 5),
+            provision(&[("data", None), ("logs", None)]),
+        )],
+        running(),
+        1,
+    );
+    assert_eq!(
+        kinds(&decide(&w)),
+        [
+            "select a n1 data,logs",
+            "condition a WaitingForVolumeBinding"
+        ]
+    );
+    // Given: no second write, still waiting.
+    let mut waiting = with_volumes(labelled("a", 5), provision(&[("data", Some("n1"))]));
+    let actions = decide(&workload(vec![waiting.clone()], running(), 1));
+    let Action::Condition {
+        reason, message, ..
+    } = &actions[0]
+    else {
+        unreachable!()
+    };
+    assert_eq!(reason, "WaitingForVolumeBinding");
+    waiting.condition = Some(("False".into(), reason.clone(), message.clone()));
+    waiting.condition_age = Some(30);
+    assert!(decide(&workload(vec![waiting.clone()], running(), 1)).is_empty());
+    // Bound: the pod is bound.
+    let ready = with_volumes(labelled("a", 5), Gate::Ready);
+    assert_eq!(
+        kinds(&decide(&workload(vec![ready], running(), 1))),
+        ["bind a n1"]
+    );
+    // Not bound in time: said once, and the job keeps its node.
+    waiting.condition_age = Some(BIND_TIMEOUT_SECONDS);
+    let actions = decide(&workload(vec![waiting.clone()], running(), 1));
+    assert_eq!(kinds(&actions), ["condition a VolumeBindingTimeout"]);
+    let Action::Condition {
+        reason, message, ..
+    } = &actions[0]
+    else {
+        unreachable!()
+    };
+    waiting.condition = Some(("False".into(), reason.clone(), message.clone()));
+    waiting.condition_age = Some(0);
+    assert!(decide(&workload(vec![waiting], running(), 1)).is_empty());
+}
+
+#[test]
+fn a_claim_given_a_node_keeps_its_pod_there() {
+    // b's claim is on n1 already: b goes there, a takes the other node.
+    let w = workload(
+        vec![
+            labelled("a", 5),
+            with_volumes(labelled("b", 5), provision(&[("data", Some("n1"))])),
+        ],
+        known(5, JobState::Running, &["n1", "n2"]),
+        2,
+    );
+    assert_eq!(
+        kinds(&decide(&w)),
+        ["bind a n2", "condition b WaitingForVolumeBinding"]
+    );
+    // A node outside the allocation (the claim was given it after the submission): said so.
+    let w = workload(
+        vec![with_volumes(
+            labelled("a", 5),
+            provision(&[("data", Some("n3"))]),
+        )],
+        known(5, JobState::Running, &["n1"]),
+        1,
+    );
+    assert_eq!(kinds(&decide(&w)), ["condition a VolumeNodeConflict"]);
+    // A claim deleted after the submission: the pod waits on its running job.
+    let w = workload(
+        vec![with_volumes(labelled("a", 5), blocked("gone"))],
+        known(5, JobState::Running, &["n1"]),
+        1,
+    );
+    assert_eq!(kinds(&decide(&w)), ["condition a WaitingForVolume"]);
 }

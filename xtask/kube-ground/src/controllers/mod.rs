@@ -4,7 +4,8 @@
 //! scaled to zero at once), StatefulSet (ordinal pods, PVCs from claim templates, OrderedReady or
 //! Parallel, pods replaced highest ordinal first on a template change), Job (completions,
 //! parallelism, backoffLimit, activeDeadlineSeconds), Service → EndpointSlice and Endpoints, and a
-//! binder that marks every PersistentVolumeClaim Bound (the kubelet gives each claim a directory).
+//! binder that marks every PersistentVolumeClaim Bound (the kubelet gives each claim a directory),
+//! except that a WaitForFirstConsumer claim waits for its selected node and gets a volume there.
 
 mod common;
 mod deployment;
