@@ -100,6 +100,19 @@ pub async fn run(ctx: Arc<Ctx>, mut updates: watch::Receiver<Option<Pod>>) {
 }
 
 async fn run_pod(h: &mut Hollow, updates: &mut watch::Receiver<Option<Pod>>) {
+    if ended(&h.pod) {
+        // Ended before this process started (it restarted): left as it is until deleted.
+        let deleting = |p: &Option<Pod>| {
+            p.as_ref()
+                .is_some_and(|p| p.metadata.deletion_timestamp.is_some())
+        };
+        while !deleting(&updates.borrow_and_update()) {
+            if updates.changed().await.is_err() || updates.borrow().is_none() {
+                return;
+            }
+        }
+        return report::delete(&h.ctx.client, &h.pod_ref).await;
+    }
     if h.pod.metadata.deletion_timestamp.is_some() {
         return h.terminate(true).await;
     }
@@ -133,6 +146,11 @@ async fn run_pod(h: &mut Hollow, updates: &mut watch::Receiver<Option<Pod>>) {
             }
         }
     }
+}
+
+fn ended(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    matches!(phase, Some("Succeeded" | "Failed"))
 }
 
 fn sidecar(c: &Container) -> bool {
