@@ -2,57 +2,114 @@
 //! Ready, schedulable node that fits it (nodeSelector, required node affinity, taints and
 //! tolerations, cpu/memory/extended-resource requests) and runs the fewest pods. A pod nothing
 //! fits gets `PodScheduled=False, Unschedulable` and is tried again every 3 s.
+//!
+//! Nodes and pods come from watches (reflector stores), not from a list per pod: with thousands
+//! of pods (hollow nodes), listing every pod to place each one was the ground's bottleneck. A
+//! binding is assumed at once, as kube-scheduler's cache does, until the pod store shows it.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, Pod, PodSpec, Taint, Toleration};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 
 use super::common::{self, Failed};
 
 pub const NAME: &str = "default-scheduler";
 
+struct Ctx {
+    client: Client,
+    nodes: Store<Node>,
+    pods: Store<Pod>,
+    /// Pods bound by this scheduler that the pod store may not show bound yet: uid → node.
+    assumed: Mutex<HashMap<String, String>>,
+}
+
 pub async fn run(client: Client) -> anyhow::Result<()> {
-    Controller::new(Api::<Pod>::all(client.clone()), watcher::Config::default())
+    let (nodes, writer) = reflector::store();
+    let node_watch = reflector::reflector(
+        writer,
+        watcher(Api::<Node>::all(client.clone()), watcher::Config::default()),
+    )
+    .default_backoff()
+    .for_each(|_| futures::future::ready(()));
+    let controller = Controller::new(Api::<Pod>::all(client.clone()), watcher::Config::default());
+    let ctx = Arc::new(Ctx {
+        client,
+        nodes,
+        pods: controller.store(),
+        assumed: Mutex::new(HashMap::new()),
+    });
+    let schedule = controller
         .run(
-            |pod, client: Arc<Client>| async move { schedule(&pod, &client).await.map_err(Failed) },
+            |pod, ctx: Arc<Ctx>| async move { schedule(&pod, &ctx).await.map_err(Failed) },
             |pod, err, _| {
                 tracing::warn!(pod = %pod.name_any(), "scheduling: {err}");
                 Action::requeue(Duration::from_secs(3))
             },
-            Arc::new(client),
+            ctx,
         )
-        .for_each(|_| futures::future::ready(()))
-        .await;
+        .for_each(|_| futures::future::ready(()));
+    futures::join!(node_watch, schedule);
     Ok(())
 }
 
-async fn schedule(pod: &Pod, client: &Client) -> anyhow::Result<Action> {
+async fn schedule(pod: &Pod, ctx: &Ctx) -> anyhow::Result<Action> {
     let spec = pod.spec.as_ref();
     let ours = spec
         .and_then(|s| s.scheduler_name.as_deref())
         .is_none_or(|s| s == NAME);
     let unbound = spec.and_then(|s| s.node_name.as_ref()).is_none();
+    let uid = pod.uid().unwrap_or_default();
     if !ours || !unbound || pod.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    let nodes = Api::<Node>::all(client.clone())
-        .list(&Default::default())
-        .await?
-        .items;
-    let pods = Api::<Pod>::all(client.clone())
-        .list(&Default::default())
-        .await?
-        .items;
+    if ctx.assumed.lock().expect("not poisoned").contains_key(&uid) {
+        // Bound already; the store has not shown it yet.
+        return Ok(Action::await_change());
+    }
+    ctx.nodes.wait_until_ready().await?;
     let ns = pod.namespace().unwrap_or_default();
     let name = pod.name_any();
-    match pick(pod, &nodes, &pods) {
+    let picked = {
+        let nodes = ctx.nodes.state();
+        let pods = ctx.pods.state();
+        let mut assumed = ctx.assumed.lock().expect("not poisoned");
+        // What the store shows bound (or gone) needs assuming no more.
+        let live: HashMap<&str, &Pod> = pods
+            .iter()
+            .filter_map(|p| Some((p.metadata.uid.as_deref()?, p.as_ref())))
+            .collect();
+        assumed.retain(|uid, _| {
+            live.get(uid.as_str())
+                .is_some_and(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none())
+        });
+        let nodes: Vec<&Node> = nodes.iter().map(|n| n.as_ref()).collect();
+        let placed = pods.iter().map(|p| {
+            let node = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .or_else(|| {
+                    assumed
+                        .get(p.metadata.uid.as_deref().unwrap_or(""))
+                        .cloned()
+                });
+            (node, p.as_ref())
+        });
+        let picked = pick_placed(pod, &nodes, placed);
+        if let Ok(node) = &picked {
+            assumed.insert(uid.clone(), node.clone());
+        }
+        picked
+    };
+    match picked {
         Ok(node) => {
             let binding = serde_json::json!({
                 "apiVersion": "v1",
@@ -60,11 +117,14 @@ async fn schedule(pod: &Pod, client: &Client) -> anyhow::Result<Action> {
                 "metadata": {"name": name, "namespace": ns},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node},
             });
-            let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
             let r: Result<serde_json::Value, _> = api
                 .create_subresource("binding", &name, &PostParams::default(), &binding)
                 .await;
-            common::benign(r)?;
+            if let Err(e) = common::benign(r) {
+                ctx.assumed.lock().expect("not poisoned").remove(&uid);
+                return Err(e);
+            }
             tracing::info!(pod = %format!("{ns}/{name}"), %node, "bound");
             Ok(Action::await_change())
         }
@@ -73,7 +133,7 @@ async fn schedule(pod: &Pod, client: &Client) -> anyhow::Result<Action> {
                 "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                 "message": why,
             }]}});
-            let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
             api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(&status))
                 .await?;
             Ok(Action::requeue(Duration::from_secs(3)))
@@ -82,19 +142,37 @@ async fn schedule(pod: &Pod, client: &Client) -> anyhow::Result<Action> {
 }
 
 /// The node for `pod`, or why none fits (as kube-scheduler words it: `0/N nodes are available`).
-pub fn pick(pod: &Pod, nodes: &[Node], pods: &[Pod]) -> Result<String, String> {
+#[cfg(test)]
+fn pick(pod: &Pod, nodes: &[Node], pods: &[Pod]) -> Result<String, String> {
+    let placed = pods.iter().map(|p| {
+        let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
+        (node, p)
+    });
+    let nodes: Vec<&Node> = nodes.iter().collect();
+    pick_placed(pod, &nodes, placed)
+}
+
+/// The node for `pod`, or why none fits (as kube-scheduler words it: `0/N nodes are
+/// available`); each pod comes with its node, which may be a binding it does not show yet.
+fn pick_placed<'a>(
+    pod: &Pod,
+    nodes: &[&Node],
+    pods: impl Iterator<Item = (Option<String>, &'a Pod)>,
+) -> Result<String, String> {
+    let mut by_node: HashMap<String, Vec<&Pod>> = HashMap::new();
+    for (node, p) in pods {
+        if let Some(node) = node
+            && common::active(p)
+        {
+            by_node.entry(node).or_default().push(p);
+        }
+    }
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let mut best: Option<(usize, String)> = None;
     for node in nodes {
         let name = node.name_any();
-        let on_node: Vec<&Pod> = pods
-            .iter()
-            .filter(|p| {
-                p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name.as_str())
-                    && common::active(p)
-            })
-            .collect();
-        match fits(pod, node, &on_node) {
+        let on_node = by_node.get(&name).map(Vec::as_slice).unwrap_or_default();
+        match fits(pod, node, on_node) {
             Ok(()) => {
                 if best.as_ref().is_none_or(|(n, _)| on_node.len() < *n) {
                     best = Some((on_node.len(), name));
@@ -110,7 +188,8 @@ pub fn pick(pod: &Pod, nodes: &[Node], pods: &[Pod]) -> Result<String, String> {
 }
 
 fn fits(pod: &Pod, node: &Node, on_node: &[&Pod]) -> Result<(), String> {
-    let spec = pod.spec.clone().unwrap_or_default();
+    let no_spec = PodSpec::default();
+    let spec = pod.spec.as_ref().unwrap_or(&no_spec);
     let labels = node.labels();
     let ready = node
         .status
@@ -147,7 +226,7 @@ fn fits(pod: &Pod, node: &Node, on_node: &[&Pod]) -> Result<(), String> {
             return Err("node(s) didn't match Pod's node affinity/selector".into());
         }
     }
-    let tolerations = spec.tolerations.clone().unwrap_or_default();
+    let tolerations = spec.tolerations.as_deref().unwrap_or_default();
     for taint in node
         .spec
         .as_ref()
@@ -172,14 +251,19 @@ fn fits(pod: &Pod, node: &Node, on_node: &[&Pod]) -> Result<(), String> {
         let Ok(have) = crate::kubelet::resources::parse(&q.0) else {
             continue;
         };
-        let used: f64 = on_node.iter().map(|p| request(p, res)).sum();
         if res == "pods" {
-            if used + 1.0 > have && !on_node.is_empty() {
+            if on_node.len() as f64 + 1.0 > have && !on_node.is_empty() {
                 return Err("Too many pods".into());
             }
             continue;
         }
-        if used + request(pod, res) > have + 1e-9 {
+        // Only what the pod asks for is checked, as kube-scheduler's NodeResourcesFit does.
+        let wanted = request(pod, res);
+        if wanted <= 0.0 {
+            continue;
+        }
+        let used: f64 = on_node.iter().map(|p| request(p, res)).sum();
+        if used + wanted > have + 1e-9 {
             return Err(format!("Insufficient {res}"));
         }
     }
