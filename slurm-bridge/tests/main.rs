@@ -10,4 +10,5 @@ mod gang;
 mod old_slurm;
 mod own_jobs;
 mod qos;
+mod volumes;
 mod workloads;
