@@ -5,6 +5,7 @@
 mod common;
 
 mod accounting;
+mod adoption;
 mod chart;
 mod chart_slurm;
 mod cluster;
