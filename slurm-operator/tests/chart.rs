@@ -130,7 +130,13 @@ fn cluster_rules() -> BTreeMap<String, Vec<String>> {
 fn the_deployment_runs_the_operator_image_with_its_flags() {
     let objs = render(&[]);
     let c = container(&objs);
-    assert_eq!(c["image"], "ghcr.io/slurm-rs/slurm-operator:0.1.0");
+    assert_eq!(
+        c["image"],
+        concat!(
+            "ghcr.io/slurm-rs/slurm-operator:",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
     assert_eq!(c["imagePullPolicy"], "IfNotPresent");
     let cert_dir = format!("--webhook-cert-dir={}", webhook::DEFAULT_CERT_DIR);
     assert_eq!(
@@ -505,7 +511,13 @@ fn a_slinky_values_file_renders() {
     );
     let objs = render(&["-f", &file]);
     let c = container(&objs);
-    assert_eq!(c["image"], "ghcr.io/slurm-rs/slurm-operator:0.1.0");
+    assert_eq!(
+        c["image"],
+        concat!(
+            "ghcr.io/slurm-rs/slurm-operator:",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
     assert!(args(&objs).contains(&"--namespaces=slurm,slurm-dev"));
     let env = &c["env"][0];
     assert_eq!(

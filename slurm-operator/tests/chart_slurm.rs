@@ -645,7 +645,10 @@ fn default_render_is_a_small_runnable_cluster() {
     // The chart labels, on the resources and their pods; none of the operator's selector labels.
     for o in &r.0 {
         let labels = &o["metadata"]["labels"];
-        assert_eq!(labels["helm.sh/chart"], "slurm-0.1.0");
+        assert_eq!(
+            labels["helm.sh/chart"],
+            concat!("slurm-", env!("CARGO_PKG_VERSION"))
+        );
         assert_eq!(labels["app.kubernetes.io/part-of"], "slurm");
         assert!(labels.get("app.kubernetes.io/name").is_none());
     }

@@ -15,9 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use test_support::ground::{Ground, forward_into_ground};
 use test_support::helm::{helm, workspace};
-use test_support::rbac;
+use test_support::{PROJECT_VERSION, rbac};
 
-const CLI_IMAGE: &str = "ghcr.io/slurm-rs/slurm:0.1.0";
 /// The second tag `cargo xtask image project --tag e2e-upgrade` gives every project image.
 const UPGRADE_TAG: &str = "e2e-upgrade";
 
@@ -494,7 +493,7 @@ impl<'a> Cluster<'a> {
                 "automountServiceAccountToken": false,
                 "containers": [{
                     "name": "slurm",
-                    "image": CLI_IMAGE,
+                    "image": format!("ghcr.io/slurm-rs/slurm:{PROJECT_VERSION}"),
                     "args": args,
                     "env": [
                         {"name": "SLURM_REST_URL", "value": format!("http://{}-restapi.{}:6820", self.release, self.ns)},

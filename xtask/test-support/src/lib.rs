@@ -11,3 +11,6 @@ pub mod rbac;
 
 pub use cluster::{Cluster, clusters};
 pub use env_file::read_env_file;
+
+/// The project's one version (crates, images and charts carry it; `cargo xtask release` sets it).
+pub const PROJECT_VERSION: &str = env!("CARGO_PKG_VERSION");
