@@ -58,24 +58,6 @@ fn gpu_pod(name: &str, gpus: u32) -> String {
     )
 }
 
-/// Waits until `pod` runs; gives its node.
-fn running_on(env: &TestEnv, pod: &str) -> String {
-    let what = format!("pod/{pod}");
-    env.wait_for(&what, "{.status.phase}", Duration::from_secs(60), |p| {
-        p == "Running"
-    });
-    env.get(&what, "{.spec.nodeName}")
-}
-
-fn job_id(env: &TestEnv, pod: &str) -> u32 {
-    env.get(
-        &format!("pod/{pod}"),
-        "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}",
-    )
-    .parse()
-    .expect("the pod carries its job id")
-}
-
 /// Deletes `pods`, waiting until they are gone.
 fn delete_pods(env: &TestEnv, pods: &[&str]) {
     let mut args = vec![
@@ -161,16 +143,19 @@ async fn slurm_places_pods() {
         gpu_pod("gpu-2", 2),
         gpu_pod("gpu-1", 1)
     ));
-    let (two, one) = (running_on(&env, "gpu-2"), running_on(&env, "gpu-1"));
+    let (two, one) = (
+        env.running_on("gpu-2", Duration::from_secs(60)),
+        env.running_on("gpu-1", Duration::from_secs(60)),
+    );
     assert_ne!(two, one, "2 + 1 GPUs do not fit on a node of 2");
     env.apply(&gpu_pod("gpu-1b", 1));
     assert_eq!(
-        running_on(&env, "gpu-1b"),
+        env.running_on("gpu-1b", Duration::from_secs(60)),
         one,
         "packed beside the 1-GPU pod"
     );
     for (pod, gpus) in [("gpu-2", 2), ("gpu-1", 1), ("gpu-1b", 1)] {
-        let job = slurm.get_job(job_id(&env, pod)).await.unwrap().into_value();
+        let job = slurm.get_job(env.job_id(pod)).await.unwrap().into_value();
         assert_eq!(
             job.tres_per_node.as_deref(),
             Some(format!("gres/gpu={gpus}").as_str())
@@ -208,15 +193,11 @@ spec:
       requests: {{cpu: "3", memory: 64Mi}}
 "#
     ));
-    assert_eq!(running_on(&env, "daemon"), full);
+    assert_eq!(env.running_on("daemon", Duration::from_secs(60)), full);
     env.apply(&sized_pod("fit", "2", ""));
-    let placed = running_on(&env, "fit");
+    let placed = env.running_on("fit", Duration::from_secs(60));
     assert_ne!(placed, full, "placed beside a pod it does not fit beside");
-    let job = slurm
-        .get_job(job_id(&env, "fit"))
-        .await
-        .unwrap()
-        .into_value();
+    let job = slurm.get_job(env.job_id("fit")).await.unwrap().into_value();
     let excluded =
         slurm_client::hostlist::expand(job.excluded_nodes.as_deref().unwrap_or_default()).unwrap();
     assert!(excluded.contains(&full), "{excluded:?} lacks {full}");

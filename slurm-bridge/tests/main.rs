@@ -7,6 +7,7 @@ mod common;
 mod bridge;
 mod chart;
 mod gang;
+mod ha;
 mod old_slurm;
 mod own_jobs;
 mod qos;

@@ -49,23 +49,6 @@ spec:
     )
 }
 
-fn running_on(env: &TestEnv, pod: &str) -> String {
-    let what = format!("pod/{pod}");
-    env.wait_for(&what, "{.status.phase}", Duration::from_secs(90), |p| {
-        p == "Running"
-    });
-    env.get(&what, "{.spec.nodeName}")
-}
-
-fn job_id(env: &TestEnv, pod: &str) -> u32 {
-    env.get(
-        &format!("pod/{pod}"),
-        "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}",
-    )
-    .parse()
-    .expect("the pod carries its job id")
-}
-
 /// Checks that `claim` was given `node` and is bound to a volume of that node; gives the volume.
 fn assert_provisioned_on(env: &TestEnv, claim: &str, node: &str) -> String {
     let what = format!("pvc/{claim}");
@@ -113,10 +96,10 @@ async fn claims_follow_slurms_choice() {
         "a WaitForFirstConsumer claim waits for its pod"
     );
     env.apply(&pod_with_claim("first", "data"));
-    let node = running_on(&env, "first");
+    let node = env.running_on("first", Duration::from_secs(90));
     let volume = assert_provisioned_on(&env, "data", &node);
     let job = slurm
-        .get_job(job_id(&env, "first"))
+        .get_job(env.job_id("first"))
         .await
         .unwrap()
         .into_value();
@@ -137,12 +120,12 @@ async fn claims_follow_slurms_choice() {
     let start = Instant::now();
     env.apply(&pod_with_claim("second", "data"));
     assert_eq!(
-        running_on(&env, "second"),
+        env.running_on("second", Duration::from_secs(90)),
         node,
         "second follows its volume"
     );
     let job = slurm
-        .get_job(job_id(&env, "second"))
+        .get_job(env.job_id("second"))
         .await
         .unwrap()
         .into_value();
@@ -197,7 +180,7 @@ async fn claims_follow_slurms_choice() {
         "no job while the claim is missing"
     );
     env.apply(&claim("later", &class));
-    let there = running_on(&env, "waiter");
+    let there = env.running_on("waiter", Duration::from_secs(90));
     assert_provisioned_on(&env, "later", &there);
     eprintln!(
         "missing claim: the pod waited, then ran; {:.1} s from its creation",

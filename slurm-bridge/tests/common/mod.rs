@@ -209,6 +209,19 @@ impl TestEnv {
         if let Some(mut old) = self.bridge.take() {
             old.kill();
         }
+        let process = self.spawn_bridge(extra_config, log, METRICS_ADDR, &[]);
+        self.bridge.insert(process)
+    }
+
+    /// A bridge with this namespace's config, serving `/metrics` on `metrics_addr`, with
+    /// `extra_args` (e.g. `--leader-elect`); the caller owns it (a second replica, say).
+    pub fn spawn_bridge(
+        &self,
+        extra_config: &str,
+        log: &str,
+        metrics_addr: &str,
+        extra_args: &[&str],
+    ) -> InsideProcess {
         let config = self.dir.join("config.yaml");
         std::fs::write(
             &config,
@@ -221,7 +234,7 @@ impl TestEnv {
         .unwrap();
         let token = self.dir.join("auth-token");
         std::fs::write(&token, self.token()).unwrap();
-        let args = [
+        let mut args = vec![
             "--config",
             config.to_str().unwrap(),
             "--slurm-jwt-file",
@@ -229,12 +242,18 @@ impl TestEnv {
             "--health-addr",
             "0",
             "--metrics-addr",
-            METRICS_ADDR,
+            metrics_addr,
             "--webhook-addr",
             "0",
         ];
-        let process = ground().spawn_inside(BRIDGE, &args, &[("RUST_LOG", log)]);
-        self.bridge.insert(process)
+        args.extend_from_slice(extra_args);
+        ground().spawn_inside(BRIDGE, &args, &[("RUST_LOG", log)])
+    }
+
+    /// Makes `process` the env's bridge (the one whose log failures show, running while the
+    /// env's pods are deleted); gives the one it replaces.
+    pub fn replace_bridge(&mut self, process: InsideProcess) -> Option<InsideProcess> {
+        self.bridge.replace(process)
     }
 
     pub fn bridge(&mut self) -> &mut InsideProcess {
@@ -269,6 +288,23 @@ impl TestEnv {
 
     pub fn get(&self, what: &str, jsonpath: &str) -> String {
         ground().get(&self.ns.name, what, jsonpath)
+    }
+
+    /// Waits up to `limit` until `pod` runs; gives its node.
+    pub fn running_on(&self, pod: &str, limit: Duration) -> String {
+        let what = format!("pod/{pod}");
+        self.wait_for(&what, "{.status.phase}", limit, |p| p == "Running");
+        self.get(&what, "{.spec.nodeName}")
+    }
+
+    /// The id of `pod`'s Slurm job, from the label the bridge puts on it.
+    pub fn job_id(&self, pod: &str) -> u32 {
+        self.get(
+            &format!("pod/{pod}"),
+            "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}",
+        )
+        .parse()
+        .expect("the pod carries its job id")
     }
 
     /// The bridge's log so far.
