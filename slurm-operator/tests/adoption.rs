@@ -29,6 +29,7 @@
 //! its owner), the NodeSet is `Synced` with its 2 pods ready on Slinky's revision, the
 //! Controller is `Synced` and says `Adopted=False`/`RecreateRequired` (its StatefulSet's
 //! immutable fields differ), with an `AdoptionPending` event, and that StatefulSet is untouched.
+//! Then the user opts in to the restart ([`opt_in_restart`]).
 
 use crate::common;
 
@@ -228,7 +229,93 @@ async fn a_running_slinky_cluster_is_adopted_without_a_restart() {
         let n = common::workers::node(&rest, host).await;
         assert_eq!(out_of_service(&n), None, "{host}");
     }
+    eprintln!("adoption: without a restart: {:.1?}", start.elapsed());
+
+    opt_in_restart(&env, &rest, &client, &after).await;
     eprintln!("adoption: total {:.1?}", start.elapsed());
+}
+
+/// The user opts in (`slurm-rs/adopt=restart` on the Controller): the held StatefulSet is
+/// deleted keeping its pod, made again as this operator's, takes the pod over and replaces it.
+/// slurmctld restarts once; a job running over both workers survives it, the workers are not
+/// touched, and `Adopted` turns `True`.
+async fn opt_in_restart(
+    env: &TestEnv,
+    rest: &Client,
+    client: &kube::Client,
+    before: &BTreeMap<String, (String, i32)>,
+) {
+    let ns = env.name();
+    let t = Instant::now();
+    let job = sbatch(env, "sbatch --parsable -N 2 --wrap 'srun sleep 40'");
+    wait_job(rest, job, |s| s == JobState::Running).await;
+    let old_set = ground().get(ns, "statefulset/slurm-controller", "{.metadata.uid}");
+    ground().ok(&[
+        "annotate",
+        "-n",
+        ns,
+        "controller/slurm",
+        "slurm-rs/adopt=restart",
+    ]);
+    env.wait_for(
+        "statefulset/slurm-controller",
+        "{.metadata.uid} {.spec.serviceName}",
+        LIMIT,
+        |s| {
+            s.split_whitespace().collect::<Vec<_>>()
+                != [old_set.as_str(), "slurm-controller-internal"]
+                && s.ends_with(" slurm-controller")
+        },
+    );
+    let old_pod = &before["slurm-controller-0"].0;
+    env.wait_for(
+        "pod/slurm-controller-0",
+        "{.metadata.uid} {.status.conditions[?(@.type==\"Ready\")].status}",
+        LIMIT,
+        |s| !s.starts_with(old_pod.as_str()) && s.ends_with(" True"),
+    );
+    env.wait_for(
+        "controller/slurm",
+        "{.status.conditions[?(@.type==\"Adopted\")].status}",
+        LIMIT,
+        |s| s == "True",
+    );
+    let events = ground().get(
+        ns,
+        "events.events.k8s.io",
+        "{.items[?(@.reason==\"Adopted\")].note}",
+    );
+    assert!(
+        events.contains("took over StatefulSet slurm-controller"),
+        "no Adopted event for the StatefulSet: {events:?}"
+    );
+    wait_job(rest, job, |s| {
+        s != JobState::Running && s != JobState::Pending
+    })
+    .await;
+    let state = rest.get_job(job).await.expect("the job").value.state;
+    assert_eq!(
+        state,
+        JobState::Completed,
+        "job {job} across slurmctld's restart"
+    );
+    let (code, out) = env.run_in_cluster("slurm", "sbatch --wait -N 2 --wrap 'srun hostname'");
+    assert_eq!(
+        code, 0,
+        "a new job over both workers after the restart: {out}"
+    );
+    let now = pod_identities(client, ns).await;
+    for worker in [format!("{NODESET}-0"), format!("{NODESET}-1")] {
+        assert_eq!(now[&worker], before[&worker], "{worker} (uid, restarts)");
+    }
+    for host in ["slinky-0", "slinky-1"] {
+        let n = common::workers::node(rest, host).await;
+        assert_eq!(out_of_service(&n), None, "{host}");
+    }
+    eprintln!(
+        "adoption: opted in, slurmctld replaced: {:.1?}",
+        t.elapsed()
+    );
 }
 
 /// The custom resources as the API server holds them, and Slinky's revision of the NodeSet.

@@ -11,7 +11,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
+use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -132,6 +133,55 @@ pub async fn owned_pods(client: &Client, ns: &str, owner_uid: &str) -> anyhow::R
         .into_iter()
         .filter(|p| owned_by(p, owner_uid))
         .collect())
+}
+
+/// [`owned_pods`] of `owner`, after taking over the pods its `selector` matches that have no
+/// controller (as kube-controller-manager's ControllerRefManager does: a workload deleted with
+/// `propagationPolicy: Orphan` and made again finds its pods). Only `matchLabels` is read.
+pub async fn owned_or_adopted_pods<K: Resource<DynamicType = ()>>(
+    client: &Client,
+    owner: &K,
+    selector: Option<&LabelSelector>,
+) -> anyhow::Result<Vec<Pod>> {
+    let ns = owner.meta().namespace.clone().unwrap_or_default();
+    let uid = owner.meta().uid.clone().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let wanted = selector
+        .and_then(|s| s.match_labels.clone())
+        .unwrap_or_default();
+    let mut pods = Vec::new();
+    for pod in api.list(&Default::default()).await?.items {
+        let orphan = !pod
+            .owner_references()
+            .iter()
+            .any(|r| r.controller == Some(true));
+        let matches =
+            !wanted.is_empty() && wanted.iter().all(|(k, v)| pod.labels().get(k) == Some(v));
+        if orphan && matches && pod.metadata.deletion_timestamp.is_none() {
+            let mut refs = pod.owner_references().to_vec();
+            refs.push(owner_ref(owner));
+            let patch = serde_json::json!({"metadata": {
+                "ownerReferences": refs,
+                "resourceVersion": pod.metadata.resource_version,
+            }});
+            let adopted = api
+                .patch(
+                    &pod.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await;
+            match adopted {
+                Ok(p) => pods.push(p),
+                // Another writer changed it first: the next pass looks again.
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => return Err(e.into()),
+            }
+        } else if owned_by(&pod, &uid) {
+            pods.push(pod);
+        }
+    }
+    Ok(pods)
 }
 
 /// A pod from a template, controlled by `owner`.

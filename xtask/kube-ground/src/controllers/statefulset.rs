@@ -27,7 +27,6 @@ async fn reconcile(set: Arc<StatefulSet>, client: Client) -> anyhow::Result<()> 
     }
     let ns = set.namespace().unwrap_or_default();
     let name = set.name_any();
-    let uid = set.uid().unwrap_or_default();
     let spec = set.spec.clone().unwrap_or_default();
     let replicas = spec.replicas.unwrap_or(1).max(0) as usize;
     let parallel = spec.pod_management_policy.as_deref() == Some("Parallel");
@@ -38,7 +37,7 @@ async fn reconcile(set: Arc<StatefulSet>, client: Client) -> anyhow::Result<()> 
         == Some("OnDelete");
     let revision = format!("{name}-{}", common::template_hash(&spec.template));
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let pods = common::owned_pods(&client, &ns, &uid).await?;
+    let pods = common::owned_or_adopted_pods(&client, set.as_ref(), Some(&spec.selector)).await?;
     let by_ordinal: BTreeMap<usize, Pod> = pods
         .into_iter()
         .filter_map(|p| {
