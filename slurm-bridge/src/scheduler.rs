@@ -93,11 +93,10 @@ struct Failed {
 
 /// How many workloads are looked at at once. Each pass waits on slurmrestd and the API server,
 /// not on the CPU; with 8, the binding of a job that had started could wait for a slot behind a
-/// burst's submissions (the bench's bridge log showed it). With 32, a loaded API server (pod
-/// writes taking 0.5–1 s, about six a pod) held the bridge at 32 / 4 s = 8 pods a second, and a
-/// started job waited 9 s for a slot to bind its pod (the scale bench, 500 pods on 50 nodes).
-/// Kept below slurmrestd's connection limit, as every slot may be a submission.
-const PARALLEL_WORKLOADS: usize = 128;
+/// burst's submissions (the bench's bridge log showed it). 128 was tried against a loaded API
+/// server (the scale bench): slurmrestd then timed out submissions and state polls, and binding
+/// a started job took a minute.
+const PARALLEL_WORKLOADS: usize = 32;
 
 impl Scheduler {
     /// Runs until the wake channel closes. Each workload is processed as soon as it is woken and
