@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::runtime::events::Recorder;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use slurm_client::{JobState, JobUpdate};
 use tokio::sync::mpsc;
@@ -93,9 +93,7 @@ struct Failed {
 
 /// How many workloads are looked at at once. Each pass waits on slurmrestd and the API server,
 /// not on the CPU; with 8, the binding of a job that had started could wait for a slot behind a
-/// burst's submissions (the bench's bridge log showed it). 128 was tried against a loaded API
-/// server (the scale bench): slurmrestd then timed out submissions and state polls, and binding
-/// a started job took a minute.
+/// burst's submissions (the bench's bridge log showed it).
 const PARALLEL_WORKLOADS: usize = 32;
 
 impl Scheduler {
@@ -380,25 +378,15 @@ impl Scheduler {
         if entry.is_none() {
             self.book.track(source.id);
         }
-        identify::job_view(source, entry.as_ref().map(|e| &e.seen), |s| {
-            self.k8s_node(s)
-        })
-    }
-
-    /// The Kubernetes node that Slurm node `slurm` stands for. Most carry the same name, so
-    /// that one is looked up first: a pass over a workload does not walk every node.
-    fn k8s_node(&self, slurm: &str) -> Option<String> {
-        let same = self
+        let by_slurm_name: BTreeMap<String, String> = self
             .nodes
-            .get(&ObjectRef::new(slurm))
-            .filter(|n| feasible::slurm_name(n) == slurm);
-        same.or_else(|| {
-            self.nodes
-                .state()
-                .into_iter()
-                .find(|n| feasible::slurm_name(n) == slurm)
+            .state()
+            .iter()
+            .map(|n| (feasible::slurm_name(n), n.name_any()))
+            .collect();
+        identify::job_view(source, entry.as_ref().map(|e| &e.seen), |s| {
+            by_slurm_name.get(s).cloned()
         })
-        .map(|n| n.name_any())
     }
 
     async fn apply(
