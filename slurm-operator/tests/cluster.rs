@@ -149,8 +149,20 @@ async fn slinky_manifests_make_a_working_cluster_that_scales_in_safely() {
     ]);
     assert!(banner.starts_with("SSH-2.0-"), "sshd banner {banner:?}");
 
-    // /metrics: every reconciler ran and succeeded, and is timed.
-    let first = metrics::scrape(metrics_at);
+    // /metrics: every reconciler ran and succeeded, and is timed. The LoginSet's first reconcile
+    // generates an RSA host key (a random prime search, seconds of CPU), so it may still run when
+    // the workers are up: waited for.
+    let deadline = Instant::now() + LIMIT;
+    let first = loop {
+        let scrape = metrics::scrape(metrics_at);
+        let all_ran = metrics::CONTROLLERS
+            .iter()
+            .all(|c| scrape.ok_reconciles(c) >= 1.0);
+        if all_ran || Instant::now() > deadline {
+            break scrape;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
     for c in metrics::CONTROLLERS {
         assert!(
             first.ok_reconciles(c) >= 1.0,

@@ -307,15 +307,44 @@ pub fn clippy_driver(workspace: &Path) -> Result<PathBuf> {
     Ok(driver)
 }
 
-/// Runs the test harnesses that `select` picks, one after another (package, then libraries, binaries,
-/// tests, each by name, as `cargo test` orders them), each from its package's directory as cargo
-/// would; stops at the first that fails.
+/// Runs the test binaries `select` picks, one after the other (lib, then bins, then tests, per
+/// package); stops at the first that fails.
 pub fn run_tests(
     artifacts: &[Artifact],
     select: impl Fn(&Artifact) -> bool,
     args: &[String],
     env: &[(&str, String)],
 ) -> Result<()> {
+    for mut run in test_runs(artifacts, select, args, env)? {
+        eprintln!("     Running {}", run.label);
+        let status = run
+            .command
+            .status()
+            .with_context(|| format!("running {}", run.label))?;
+        if !status.success() {
+            bail!("tests of {} failed ({status})", run.label);
+        }
+    }
+    Ok(())
+}
+
+/// One test binary's run (or one module's of an integration binary).
+pub struct TestRun {
+    /// `<package> <kind> `<name>` (<executable>)`.
+    pub label: String,
+    /// The module's or binary's name.
+    pub name: String,
+    pub command: Command,
+}
+
+/// The runs of the test binaries `select` picks, in [`run_tests`]'s order, with the caller's
+/// arguments and environment; a module none of whose tests pass the filters is left out.
+pub fn test_runs(
+    artifacts: &[Artifact],
+    select: impl Fn(&Artifact) -> bool,
+    args: &[String],
+    env: &[(&str, String)],
+) -> Result<Vec<TestRun>> {
     let order = |kind: &str| match kind {
         "lib" => 0,
         "bin" => 1,
@@ -332,14 +361,8 @@ pub fn run_tests(
     if chosen.is_empty() {
         bail!("no test binary matched");
     }
+    let mut runs = Vec::new();
     for test in chosen {
-        eprintln!(
-            "     Running {} {} `{}` ({})",
-            test.package,
-            test.kind,
-            test.name,
-            test.executable.display()
-        );
         let mut cmd = Command::new(&test.executable);
         if test.module {
             // The module's tests by their exact names, after the caller's filters: libtest joins
@@ -361,19 +384,19 @@ pub fn run_tests(
         for (key, value) in env {
             cmd.env(key, value);
         }
-        let status = cmd
-            .status()
-            .with_context(|| format!("running {}", test.executable.display()))?;
-        if !status.success() {
-            bail!(
-                "tests of {} {} `{}` failed ({status})",
+        runs.push(TestRun {
+            label: format!(
+                "{} {} `{}` ({})",
                 test.package,
                 test.kind,
-                test.name
-            );
-        }
+                test.name,
+                test.executable.display()
+            ),
+            name: test.name.clone(),
+            command: cmd,
+        });
     }
-    Ok(())
+    Ok(runs)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::slurm::{self, Release};
 mod background;
 mod examples;
 mod prepare;
+mod side_by_side;
 mod slurm_lane;
 
 pub use slurm_lane::run as run_slurm_lane;
@@ -22,6 +23,25 @@ pub use slurm_lane::run as run_slurm_lane;
 /// 4.2 GiB, clippy's and rustdoc's metadata, the dev images); a CI machine with 8.4 GiB free
 /// filled up when every integration test file was a binary of its own.
 const DISK_NEEDED: u64 = 10 << 30;
+
+/// The operator's tests that cordon or relabel the ground's nodes, under every test's workers (a
+/// cordon drains the Slurm nodes of each cluster with a worker there): they run first, one at a
+/// time, beside only the light ones.
+const OPERATOR_ALONE: &[&str] = &["daemonset", "lifecycle"];
+
+/// The operator's tests (and unit tests) that run no Slurm workers: they run beside those.
+const OPERATOR_LIGHT: &[&str] = &[
+    "slurm_operator",
+    "slurm-operator",
+    "chart",
+    "chart_slurm",
+    "harness",
+    "leader",
+    "webhook",
+];
+
+/// The operator's longest other tests (about 2 minutes each), started first.
+const OPERATOR_LONGEST: &[&str] = &["cluster", "adoption", "scheduled_update"];
 
 const TIMINGS_HEADING: &str =
     "phase timings (and disk free after each, where the target directory is):";
@@ -210,6 +230,9 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
         &xtask.executable,
         &["e2e-upgrade".into()],
     )?;
+    let mut on_slurm = None;
+    let artifacts = t.target_dir.join("ci-artifacts.json");
+    let operator_logs = t.target_dir.join("ci-operator-tests");
     let kube_tests = t
         .phase(
             "API server tests (xtask's kube_apiserver)",
@@ -229,16 +252,47 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
             )
         })
         .and_then(|()| {
+            // The tests against local Slurm clusters (their own network namespaces, nothing of
+            // the ground's) start beside the bridge's, at nice 10: at the end of the run they
+            // took four minutes alone.
+            std::fs::write(&artifacts, serde_json::to_vec(&built)?)
+                .with_context(|| format!("writing {}", artifacts.display()))?;
+            on_slurm = Some(background::Background::slurm(
+                workspace,
+                &xtask.executable,
+                &artifacts,
+                test_args,
+            )?);
             t.phase("bridge tests on the test ground (slurm-bridge)", || {
                 on_ground(&built, "slurm-bridge", &["--test-threads=1".into()])
             })
         })
         .and_then(|()| {
-            // One test at a time: each runs an operator and a whole Slurm cluster in pods, and
-            // the operators inside the ground share its network namespace (and so its ports).
-            t.phase("operator tests on the test ground (slurm-operator)", || {
-                on_ground(&built, "slurm-operator", &["--test-threads=1".into()])
-            })
+            // One test at a time in each binary: each runs an operator and a whole Slurm cluster
+            // in pods, and the operators inside the ground share its network namespace (and so
+            // its ports); two binaries at a time (see side_by_side.rs).
+            t.phase(
+                "operator tests on the test ground, two at a time (slurm-operator)",
+                || {
+                    let runs = crate::unified::test_runs(
+                        &built,
+                        |a| {
+                            a.package == "slurm-operator"
+                                && a.runs_by_default
+                                && !slurm_lane::on_slurm(a)
+                        },
+                        &["--test-threads=1".into()],
+                        &[],
+                    )?;
+                    side_by_side::run_all(
+                        runs,
+                        OPERATOR_ALONE,
+                        OPERATOR_LIGHT,
+                        OPERATOR_LONGEST,
+                        &operator_logs,
+                    )
+                },
+            )
         });
     t.phase("Kubernetes test ground down", || {
         crate::kube::ground::down().map(drop)
@@ -282,14 +336,6 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
             },
         )?;
     }
-    // The tests against local Slurm clusters, beside the ends of the check lanes: a clean run
-    // is CPU-bound, and beside the ground tests (at nice 10) they took the CPU those lanes need,
-    // which then ran alone on one core at the end.
-    let artifacts = t.target_dir.join("ci-artifacts.json");
-    std::fs::write(&artifacts, serde_json::to_vec(&built)?)
-        .with_context(|| format!("writing {}", artifacts.display()))?;
-    let on_slurm =
-        background::Background::slurm(workspace, &xtask.executable, &artifacts, test_args)?;
     t.phase(
         "rustdoc, each REST version alone, slurm-client with its MSRV (run beside the ground tests)",
         || checks.wait(),
@@ -299,8 +345,12 @@ fn run_phases(t: &mut Timings, workspace: &Path, test_args: &[String]) -> Result
         || semver.wait(),
     )?;
     t.phase(
-        "tests against Slurm 24.11 and 26.05: workspace, doc tests, examples, exporter without slurmdbd (beside the check lanes' ends)",
-        || on_slurm.wait_showing_timings(),
+        "tests against Slurm 24.11 and 26.05: workspace, doc tests, examples, exporter without slurmdbd (run beside the ground tests)",
+        || {
+            on_slurm
+                .context("the Slurm lane never started")?
+                .wait_showing_timings()
+        },
     )
 }
 
