@@ -28,6 +28,10 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "common/figures.rs"]
+mod figures;
+
+use figures::{ms, percentile, rest_bytes};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -502,34 +506,8 @@ async fn fill(slurm: &Client, count: usize) {
         .await;
 }
 
-/// The total of `bytes=` over the client's "slurmrestd answered" debug lines.
-fn rest_bytes(log: &str) -> u64 {
-    log.lines()
-        .filter(|l| l.contains("slurmrestd answered"))
-        .filter_map(|l| {
-            let rest = &l[l.find("bytes=")? + "bytes=".len()..];
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse::<u64>().ok()
-        })
-        .sum()
-}
-
-fn percentile(samples: &[Duration], p: f64) -> Duration {
-    let mut sorted = samples.to_vec();
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted.sort();
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len().max(1) as f64
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.0} ms", d.as_secs_f64() * 1000.0)
 }
 
 fn report(settings: &[(String, Figures)]) {

@@ -23,6 +23,10 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "common/figures.rs"]
+mod figures;
+
+use figures::{ms, percentile, rest_bytes};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -618,33 +622,7 @@ fn api_requests(log: &str) -> u64 {
         .count() as u64
 }
 
-/// The total of `bytes=` over the client's "slurmrestd answered" debug lines.
-fn rest_bytes(log: &str) -> u64 {
-    log.lines()
-        .filter(|l| l.contains("slurmrestd answered"))
-        .filter_map(|l| {
-            let rest = &l[l.find("bytes=")? + "bytes=".len()..];
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse::<u64>().ok()
-        })
-        .sum()
-}
-
 // --- the report -------------------------------------------------------------------------------
-
-fn percentile(samples: &[Duration], p: f64) -> Duration {
-    let mut sorted = samples.to_vec();
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted.sort();
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.0} ms", d.as_secs_f64() * 1000.0)
-}
 
 /// Per-pod costs of a stage, for the growth line.
 struct PerPod {

@@ -7,15 +7,20 @@
 //! cluster's. A change of state, reason or nodes wakes the workloads of the job's pods.
 //!
 //! Pending and running jobs are watched through their states (`GET …/jobs/state/`, about 80
-//! bytes a job, for all of them in one request): every 25 ms while a pending one was submitted
-//! less than 5 s ago (Slurm starts most jobs on its next scheduling pass, within a second of
-//! their submission), else every 100 ms; at least a millisecond per job. A start or an end is
-//! seen within a poll of it, and a job whose state moved is read at once: a pending job that
-//! started, by its resource layout (`GET …/resources/{id}`, REST v0.0.44+: its nodes in 1 KiB,
-//! against 10 KiB for the whole job, which matters when a scheduling pass starts many jobs at
-//! once), any other whole (for its nodes, its reason). Besides that, a pending job is read whole
-//! each follow period (its pending reason shows that late at worst), a running one every ten
-//! periods (the nodes of a running job change only when an admin shrinks it).
+//! bytes a job, 100 jobs a request). Jobs that may start (pending ones) are polled every 25 ms
+//! while one was submitted less than 5 s ago (Slurm starts most jobs on its next scheduling
+//! pass, within a second of their submission), else every 100 ms; at least a millisecond per
+//! job. Running jobs, whose next change is their end, are polled apart, every follow period (at
+//! least a millisecond per job): when thousands of pods run, the polls that notice a start stay
+//! as short as the pending jobs are few (with one poll for all, 5,000 running jobs made it one
+//! poll every 5 s, and a started job waited that long for its pod's binding). A job whose state
+//! moved is read at once: a pending job that started, by its resource layout
+//! (`GET …/resources/{id}`, REST v0.0.44+: its nodes in 1 KiB, against 10 KiB for the whole
+//! job, which matters when a scheduling pass starts many jobs at once), any other whole (for its
+//! nodes, its reason). Besides that, a pending job is read whole each follow period (its pending
+//! reason shows that late at worst), a running one every ten periods (the nodes of a running job
+//! change only when an admin shrinks it), but no more than one such routine read a tick, so that
+//! thousands of running jobs neither flood slurmrestd nor hold up the reads that matter.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -58,6 +63,9 @@ const FRESH_POLL: Duration = Duration::from_millis(25);
 const FRESH_FOR: Duration = Duration::from_secs(5);
 /// How often the states are polled otherwise.
 const STATE_POLL: Duration = Duration::from_millis(100);
+/// The least time between two routine whole reads of running jobs (10 a second at most: at
+/// 500 running jobs, one each ten periods made 50 reads of 10 KiB a second).
+const ROUTINE_READ_GAP: Duration = Duration::from_millis(100);
 
 /// The wait before the next poll of `polled` jobs' states.
 fn state_poll_period(polled: usize, any_fresh: bool) -> Duration {
@@ -124,6 +132,8 @@ struct Inner {
     /// Whether slurmrestd answers resource layouts (REST v0.0.44+); cleared by an
     /// `Unsupported` answer.
     layouts: bool,
+    /// When the next routine whole read of a running job may be.
+    next_routine: Option<Instant>,
 }
 
 impl Default for Inner {
@@ -132,6 +142,7 @@ impl Default for Inner {
             jobs: HashMap::new(),
             period: Duration::from_secs(1),
             layouts: true,
+            next_routine: None,
         }
     }
 }
@@ -226,37 +237,47 @@ impl JobBook {
     }
 
     /// The jobs that can still change and are due for a read at `now`, with their pods, and
-    /// how to read each.
+    /// how to read each: every one whose state moved or that may start, and of the running
+    /// ones due for their routine read the longest due, if [`ROUTINE_READ_GAP`] has passed
+    /// since the last.
     pub fn due(&self, now: Instant) -> Vec<(u32, Vec<String>, Read)> {
-        let inner = self.inner.lock().expect("not poisoned");
+        let mut inner = self.inner.lock().expect("not poisoned");
+        let mut routine: Vec<(Instant, u32)> = Vec::new();
         let mut due: Vec<_> = inner
             .jobs
             .iter()
             .filter(|(_, e)| e.active() && e.next_read <= now)
-            .map(|(id, e)| {
-                let started = matches!(&e.seen, Seen::Job(job) if job.state == JobState::Pending)
-                    && e.polled == Some(JobState::Running);
-                let read = if started && inner.layouts {
-                    Read::Layout
-                } else {
-                    Read::Whole
-                };
-                (*id, e.pods.clone(), read)
+            .filter(|(id, e)| {
+                let quiet_running = matches!(&e.seen, Seen::Job(job) if job.state == JobState::Running)
+                    && e.polled.is_none();
+                if quiet_running {
+                    routine.push((e.next_read, **id));
+                }
+                !quiet_running
             })
+            .map(|(id, e)| (*id, e.pods.clone(), read_of(e, inner.layouts)))
             .collect();
+        let allowed = inner.next_routine.is_none_or(|at| at <= now);
+        if let Some((_, id)) = routine.into_iter().min().filter(|_| allowed) {
+            due.push((id, inner.jobs[&id].pods.clone(), Read::Whole));
+            inner.next_routine = Some(now + ROUTINE_READ_GAP);
+        }
         due.sort_by_key(|(id, _, _)| *id);
         due
     }
 
-    /// The jobs whose states are polled (last seen pending or running, or in any other state
-    /// that can still change), and whether a pending one is fresh (see [`FRESH_FOR`]).
+    /// The jobs whose states are polled often: those that may start (last seen in a state
+    /// that can still change, other than running), and whether a pending one is fresh (see
+    /// [`FRESH_FOR`]). Running jobs are polled apart ([`JobBook::running`]).
     pub fn polled(&self, now: Instant) -> (Vec<u32>, bool) {
         let inner = self.inner.lock().expect("not poisoned");
         let mut fresh = false;
         let mut ids: Vec<u32> = inner
             .jobs
             .iter()
-            .filter(|(_, e)| matches!(&e.seen, Seen::Job(job) if !job.state.is_finished()))
+            .filter(|(_, e)| {
+                matches!(&e.seen, Seen::Job(job) if !job.state.is_finished() && job.state != JobState::Running)
+            })
             .inspect(|(_, e)| {
                 let pending = matches!(&e.seen, Seen::Job(job) if job.state == JobState::Pending);
                 fresh |= pending && now.saturating_duration_since(e.added) < FRESH_FOR;
@@ -265,6 +286,19 @@ impl JobBook {
             .collect();
         ids.sort_unstable();
         (ids, fresh)
+    }
+
+    /// The jobs last seen running, whose states are polled each period.
+    pub fn running(&self) -> Vec<u32> {
+        let inner = self.inner.lock().expect("not poisoned");
+        let mut ids: Vec<u32> = inner
+            .jobs
+            .iter()
+            .filter(|(_, e)| matches!(&e.seen, Seen::Job(job) if job.state == JobState::Running))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        ids
     }
 
     /// Makes each job of `asked` whose state in `states` is not the one last read (or that
@@ -443,6 +477,18 @@ impl JobBook {
     }
 }
 
+/// How to read `entry`: by its layout when it was pending and the poll saw it start (and
+/// slurmrestd answers layouts), else whole.
+fn read_of(entry: &Entry, layouts: bool) -> Read {
+    let started = matches!(&entry.seen, Seen::Job(job) if job.state == JobState::Pending)
+        && entry.polled == Some(JobState::Running);
+    if started && layouts {
+        Read::Layout
+    } else {
+        Read::Whole
+    }
+}
+
 /// Records in `job` that it runs on `nodes` (from its resource layout).
 fn started<'a>(job: &mut Job, nodes: impl IntoIterator<Item = &'a str>) {
     job.state = JobState::Running;
@@ -490,6 +536,37 @@ pub async fn follow(
     metrics: Arc<crate::metrics::Metrics>,
 ) {
     book.inner.lock().expect("not poisoned").period = every;
+    tokio::select! {
+        () = follow_due(&book, &client, every, changed, &metrics) => {}
+        () = poll_running(&book, &client, every, &metrics) => {}
+    }
+}
+
+/// Polls the running jobs' states every `every` (at least a millisecond per job), apart from
+/// the polls of the pending ones, which a long poll of many running jobs would hold up.
+async fn poll_running(
+    book: &JobBook,
+    client: &Client,
+    every: Duration,
+    metrics: &crate::metrics::Metrics,
+) {
+    loop {
+        let running = book.running();
+        if !running.is_empty() {
+            poll_states(book, client, &running, metrics).await;
+        }
+        tokio::time::sleep(every.max(Duration::from_millis(running.len() as u64))).await;
+    }
+}
+
+/// The state polls of the jobs that may start, and the reads of the due jobs.
+async fn follow_due(
+    book: &JobBook,
+    client: &Client,
+    every: Duration,
+    changed: mpsc::UnboundedSender<Vec<String>>,
+    metrics: &crate::metrics::Metrics,
+) {
     let mut tick = tokio::time::interval(FRESH_POLL.min(every));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tidied = Instant::now();
@@ -501,7 +578,7 @@ pub async fn follow(
             if !polled.is_empty() {
                 // A failed poll (slurmrestd away) waits a whole period, as a failed read does.
                 next_state_poll = Instant::now()
-                    + if poll_states(&book, &client, &polled, &metrics).await {
+                    + if poll_states(book, client, &polled, metrics).await {
                         state_poll_period(polled.len(), fresh)
                     } else {
                         every
@@ -677,11 +754,52 @@ mod tests {
         let now = Instant::now();
         assert_eq!(book.polled(now), (vec![7], true));
         assert_eq!(book.polled(now + FRESH_FOR), (vec![7], false));
-        // A running job's state is polled too, but it makes nothing fresh.
+        // A running job's state is polled apart, less often.
         let mut job = Job::default();
         job.state = JobState::Running;
         book.insert(8, vec![], Seen::Job(Box::new(job)));
-        assert_eq!(book.polled(now + FRESH_FOR), (vec![7, 8], false));
+        assert_eq!(book.polled(now + FRESH_FOR), (vec![7], false));
+        assert_eq!(book.running(), [8]);
+    }
+
+    #[test]
+    fn routine_reads_of_running_jobs_are_spaced_the_longest_due_first() {
+        let book = JobBook::default();
+        let seen = |state| {
+            let mut job = Job::default();
+            job.state = state;
+            Seen::Job(Box::new(job))
+        };
+        for id in 1..=5 {
+            book.insert(id, vec![], seen(JobState::Running));
+        }
+        book.insert(6, vec![], seen(JobState::Pending));
+        let now = Instant::now();
+        for (id, ago) in [(1, 1), (2, 5), (3, 3), (6, 1)] {
+            book.inner
+                .lock()
+                .unwrap()
+                .jobs
+                .get_mut(&id)
+                .unwrap()
+                .next_read = now - Duration::from_secs(ago);
+        }
+        let due = |book: &JobBook| -> Vec<u32> {
+            book.due(Instant::now())
+                .into_iter()
+                .map(|(id, _, _)| id)
+                .collect()
+        };
+        assert_eq!(due(&book), [2, 6]);
+        // A running job whose state moved is read at once; the next routine read waits.
+        let mut ended = JobStatus::default();
+        ended.id = 4;
+        ended.state = JobState::Cancelled;
+        book.states_seen(&[4], &[ended]);
+        assert_eq!(due(&book), [4, 6]);
+        let later = Instant::now() + ROUTINE_READ_GAP;
+        let ids: Vec<u32> = book.due(later).into_iter().map(|(id, _, _)| id).collect();
+        assert_eq!(ids, [2, 4, 6]);
     }
 
     #[test]
@@ -707,7 +825,8 @@ mod tests {
                 .unwrap()
                 .next_read = later;
         }
-        assert_eq!(book.polled(Instant::now()).0, [1, 2, 3, 4, 5]);
+        assert_eq!(book.polled(Instant::now()).0, [1, 2, 3]);
+        assert_eq!(book.running(), [4, 5]);
         let status = |id, state| {
             let mut s = JobStatus::default();
             s.id = id;

@@ -1,7 +1,8 @@
 //! The scheduling loop: wakes on pod, node and job changes (never on a blind timer alone),
 //! gathers each woken workload's pods and job, asks [`decide`](crate::decide) what to do, and
-//! applies it, up to 32 workloads at once. A failing workload backs off (1 s doubling to
-//! 5 min, see [`queue`](crate::queue)) without holding up others.
+//! applies it, up to 32 workloads at once, and 32 more whose Slurm job changed (a job that
+//! started has its pods bound without waiting behind a burst's submissions). A failing workload
+//! backs off (1 s doubling to 5 min, see [`queue`](crate::queue)) without holding up others.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::runtime::events::Recorder;
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use slurm_client::{JobState, JobUpdate};
 use tokio::sync::mpsc;
@@ -29,7 +30,7 @@ use crate::members::Members;
 use crate::metrics::Metrics;
 use crate::pod_group;
 use crate::pods;
-use crate::queue::Queue;
+use crate::queue::{Lane, Queue};
 use crate::roots;
 use crate::slurm_nodes::SlurmNodes;
 use crate::storage::{self, Storage};
@@ -92,9 +93,13 @@ struct Failed {
 }
 
 /// How many workloads are looked at at once. Each pass waits on slurmrestd and the API server,
-/// not on the CPU; with 8, the binding of a job that had started could wait for a slot behind a
-/// burst's submissions (the bench's bridge log showed it).
+/// not on the CPU; 128 made slurmrestd time out submissions and state polls under a burst (the
+/// scale bench).
 const PARALLEL_WORKLOADS: usize = 32;
+/// How many more passes may run for workloads whose Slurm job changed: with one pool for all,
+/// a job that had started waited ~9 s for a slot behind a burst's submissions (the scale bench's
+/// bridge log), which is how long its pods waited for their binding.
+const JOB_CHANGE_SLOTS: usize = 32;
 
 impl Scheduler {
     /// Runs until the wake channel closes. Each workload is processed as soon as it is woken and
@@ -106,8 +111,13 @@ impl Scheduler {
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let this = &self;
         loop {
-            while running.len() < PARALLEL_WORKLOADS {
-                let Some(key) = queue.pop(Instant::now()) else {
+            while running.len() < PARALLEL_WORKLOADS + JOB_CHANGE_SLOTS {
+                let lowest = if running.len() < PARALLEL_WORKLOADS {
+                    Lane::Resync
+                } else {
+                    Lane::Job
+                };
+                let Some(key) = queue.pop(Instant::now(), lowest) else {
                     break;
                 };
                 running.push(async move {
@@ -131,7 +141,7 @@ impl Scheduler {
                 }
                 _ = ticker.tick() => {
                     for p in self.pods.state() {
-                        queue.wake(key_of(&p));
+                        queue.wake(key_of(&p), Lane::Resync);
                     }
                     self.cancel_orphans().await;
                     self.count_waiting();
@@ -146,18 +156,18 @@ impl Scheduler {
 
     fn wake(&self, wake: Wake, queue: &mut Queue<WorkloadKey>) {
         match wake {
-            Wake::Workload(key) => queue.wake(key),
+            Wake::Workload(key) => queue.wake(key, Lane::Change),
             Wake::Nodes => {
                 for p in self.pods.state() {
                     if p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none() {
-                        queue.wake(key_of(&p));
+                        queue.wake(key_of(&p), Lane::Change);
                     }
                 }
             }
             Wake::Pods(names) => {
                 for name in names {
                     if let Some(key) = self.members.workload_of(&name) {
-                        queue.wake(key);
+                        queue.wake(key, Lane::Job);
                     }
                 }
             }
@@ -170,7 +180,7 @@ impl Scheduler {
                             .is_none_or(|ns| p.namespace().as_ref() == Some(ns))
                         && !volumes::claims_of(&p).is_empty()
                     {
-                        queue.wake(key_of(&p));
+                        queue.wake(key_of(&p), Lane::Change);
                     }
                 }
             }
@@ -378,15 +388,25 @@ impl Scheduler {
         if entry.is_none() {
             self.book.track(source.id);
         }
-        let by_slurm_name: BTreeMap<String, String> = self
-            .nodes
-            .state()
-            .iter()
-            .map(|n| (feasible::slurm_name(n), n.name_any()))
-            .collect();
         identify::job_view(source, entry.as_ref().map(|e| &e.seen), |s| {
-            by_slurm_name.get(s).cloned()
+            self.k8s_node(s)
         })
+    }
+
+    /// The Kubernetes node that Slurm node `slurm` stands for. Most carry the same name, so
+    /// that one is looked up first: a pass over a workload does not walk every node.
+    fn k8s_node(&self, slurm: &str) -> Option<String> {
+        let same = self
+            .nodes
+            .get(&ObjectRef::new(slurm))
+            .filter(|n| feasible::slurm_name(n) == slurm);
+        same.or_else(|| {
+            self.nodes
+                .state()
+                .into_iter()
+                .find(|n| feasible::slurm_name(n) == slurm)
+        })
+        .map(|n| n.name_any())
     }
 
     async fn apply(
