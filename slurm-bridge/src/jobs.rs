@@ -704,6 +704,13 @@ pub fn sorted(names: impl IntoIterator<Item = String>) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// What a reading of a job in `state` leaves in the book.
+    fn seen(state: JobState) -> Seen {
+        let mut job = Job::default();
+        job.state = state;
+        Seen::Job(Box::new(job))
+    }
+
     #[test]
     fn pending_jobs_are_read_whole_each_period_running_ones_every_ten() {
         let period = Duration::from_secs(1);
@@ -755,9 +762,7 @@ mod tests {
         assert_eq!(book.polled(now), (vec![7], true));
         assert_eq!(book.polled(now + FRESH_FOR), (vec![7], false));
         // A running job's state is polled apart, less often.
-        let mut job = Job::default();
-        job.state = JobState::Running;
-        book.insert(8, vec![], Seen::Job(Box::new(job)));
+        book.insert(8, vec![], seen(JobState::Running));
         assert_eq!(book.polled(now + FRESH_FOR), (vec![7], false));
         assert_eq!(book.running(), [8]);
     }
@@ -765,11 +770,6 @@ mod tests {
     #[test]
     fn routine_reads_of_running_jobs_are_spaced_the_longest_due_first() {
         let book = JobBook::default();
-        let seen = |state| {
-            let mut job = Job::default();
-            job.state = state;
-            Seen::Job(Box::new(job))
-        };
         for id in 1..=5 {
             book.insert(id, vec![], seen(JobState::Running));
         }
@@ -784,32 +784,22 @@ mod tests {
                 .unwrap()
                 .next_read = now - Duration::from_secs(ago);
         }
-        let due = |book: &JobBook| -> Vec<u32> {
-            book.due(Instant::now())
-                .into_iter()
-                .map(|(id, _, _)| id)
-                .collect()
+        let due = |book: &JobBook, at| -> Vec<u32> {
+            book.due(at).into_iter().map(|(id, _, _)| id).collect()
         };
-        assert_eq!(due(&book), [2, 6]);
+        assert_eq!(due(&book, Instant::now()), [2, 6]);
         // A running job whose state moved is read at once; the next routine read waits.
         let mut ended = JobStatus::default();
         ended.id = 4;
         ended.state = JobState::Cancelled;
         book.states_seen(&[4], &[ended]);
-        assert_eq!(due(&book), [4, 6]);
-        let later = Instant::now() + ROUTINE_READ_GAP;
-        let ids: Vec<u32> = book.due(later).into_iter().map(|(id, _, _)| id).collect();
-        assert_eq!(ids, [2, 4, 6]);
+        assert_eq!(due(&book, Instant::now()), [4, 6]);
+        assert_eq!(due(&book, Instant::now() + ROUTINE_READ_GAP), [2, 4, 6]);
     }
 
     #[test]
     fn a_job_whose_state_moved_is_due_at_once() {
         let book = JobBook::default();
-        let seen = |state| {
-            let mut job = Job::default();
-            job.state = state;
-            Seen::Job(Box::new(job))
-        };
         for id in [1, 2, 3] {
             book.insert(id, vec![], seen(JobState::Pending));
         }
