@@ -3,6 +3,7 @@
 //!
 //! | module | holds |
 //! | --- | --- |
+//! | [`client`] | the Kubernetes client, with a `User-Agent` naming the program |
 //! | [`leader`] | leader election on a coordination.k8s.io Lease; losing it is meant to end the process |
 //! | [`http`] | `/healthz`, `/readyz` and `/metrics` on one or two listeners |
 //! | [`logs`] | the global `tracing` subscriber: text or JSON on stderr, `RUST_LOG` |
@@ -14,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+pub mod client;
 pub mod events;
 pub mod http;
 pub mod leader;

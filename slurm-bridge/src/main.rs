@@ -111,9 +111,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     logs::init(args.log_format);
     tls::install_crypto_provider();
     let config = Arc::new(load_config(&args.config)?);
-    let client = kube::Client::try_default()
-        .await
-        .context("cannot reach the Kubernetes API server (KUBECONFIG or in-cluster config)")?;
+    let client =
+        kube_support::client::connect(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")).await?;
     let slurm = ClientBuilder::new(config.slurm_rest_api.clone())
         .token(TokenFile::new(&args.slurm_jwt_file))
         .build()

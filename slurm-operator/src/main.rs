@@ -121,9 +121,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     logs::init(args.log_format);
     // kube's rustls needs a process-wide crypto provider; ring is what slurm-client uses too.
     kube_support::tls::install_crypto_provider();
-    let client = kube::Client::try_default()
-        .await
-        .context("cannot reach the Kubernetes API server (KUBECONFIG or in-cluster config)")?;
+    let client =
+        kube_support::client::connect(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")).await?;
     let metrics = Arc::new(Metrics::default());
     let ready = Readiness::default();
     tokio::spawn({
