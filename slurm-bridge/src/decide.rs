@@ -9,7 +9,9 @@
 //!   allocation), never because a lookup failed. A job Slurm no longer knows (purged, or a
 //!   slurmctld that lost its state) leaves bound pods running, with a condition saying so.
 //! - A job is cancelled only when none of its pods is alive: a pod still terminating on its
-//!   node keeps its job (Slinky #16). A pod whose deletion was asked for but that no kubelet
+//!   node keeps its job (Slinky #16); or, for a refit, when Slurm started it where Kubernetes
+//!   would not admit a pod and none of its pods is bound, after its pods' labels are taken off
+//!   (so that its end ends none of them). A pod whose deletion was asked for but that no kubelet
 //!   reports as ended is let go after its grace period plus [`OVERDUE_AFTER_GRACE`]
 //!   (Slinky #49).
 
@@ -57,6 +59,9 @@ pub struct PodView {
     pub condition_age: Option<i64>,
     /// Whether its persistent volumes let it be placed (see [`volumes`](crate::volumes)).
     pub volumes: Gate,
+    /// Kubernetes nodes of its running job's allocation that would not admit it now, with why
+    /// (filled for an unbound pod of a running job only).
+    pub unfit_on: BTreeMap<String, String>,
 }
 
 impl PodView {
@@ -149,6 +154,19 @@ pub enum Action {
         pod: String,
         /// The Kubernetes node.
         node: String,
+    },
+    /// Take the pods' job away from them (their `slurm-jobid` label), then cancel it, so that
+    /// they are submitted again: Slurm started the job on a node where Kubernetes would not
+    /// admit a pod (Slurm does not count the pods it did not place there), and none of the
+    /// job's pods is bound yet. The new job excludes that node while the pod does not fit.
+    Refit {
+        /// The job.
+        job_id: u32,
+        /// Its pods.
+        pods: Vec<String>,
+        /// The node refused, and why, for the event.
+        node: String,
+        why: String,
     },
     /// Cancel the job.
     Cancel {
@@ -315,7 +333,13 @@ pub fn decide(w: &Workload) -> Vec<Action> {
                         }
                     }
                 }
-                JobState::Running => bind(&mut actions, id, &live, nodes),
+                JobState::Running => {
+                    if let Some(refit) = refit(id, &live, nodes) {
+                        actions.push(refit);
+                    } else {
+                        bind(&mut actions, id, &live, nodes);
+                    }
+                }
                 state if state.is_finished() => {
                     let why = format!("Slurm job {id} ended: {state}");
                     // Only the job's own pods: a pod that joined later waits for a job of its own.
@@ -337,8 +361,34 @@ pub fn decide(w: &Workload) -> Vec<Action> {
     actions
 }
 
-/// Gives each unbound pod a node of the allocation that no other pod of the job holds.
-fn bind(actions: &mut Vec<Action>, id: u32, live: &[&PodView], nodes: &[(String, Option<String>)]) {
+/// A refit of job `id` when a pod would be bound where Kubernetes does not admit it and no pod
+/// of the job holds a node yet (with one bound, the job's allocation is in use: the pod waits
+/// for room instead, see [`bind`]).
+fn refit(id: u32, live: &[&PodView], nodes: &[(String, Option<String>)]) -> Option<Action> {
+    if live.iter().any(|p| p.bound_node.is_some()) {
+        return None;
+    }
+    let (pod, node) = placements(live, nodes)
+        .into_iter()
+        .find(|(p, node)| p.unfit_on.contains_key(*node))?;
+    Some(Action::Refit {
+        job_id: id,
+        pods: live
+            .iter()
+            .filter(|p| p.deleting.is_none())
+            .map(|p| p.name.clone())
+            .collect(),
+        node: node.to_owned(),
+        why: pod.unfit_on[node].clone(),
+    })
+}
+
+/// The node of the allocation each unbound, undeleted pod goes to: the one it was given
+/// before, or one no other pod of the job holds. A pod without one is left out.
+fn placements<'a>(
+    live: &[&'a PodView],
+    nodes: &'a [(String, Option<String>)],
+) -> Vec<(&'a PodView, &'a str)> {
     let held: BTreeSet<&str> = live
         .iter()
         .filter_map(|p| {
@@ -348,14 +398,30 @@ fn bind(actions: &mut Vec<Action>, id: u32, live: &[&PodView], nodes: &[(String,
                 .or(p.volumes.pinned())
         })
         .collect();
-    let allocated: BTreeMap<&str, &str> = nodes
-        .iter()
-        .filter_map(|(slurm, k8s)| Some((k8s.as_deref()?, slurm.as_str())))
-        .collect();
+    let allocated: BTreeSet<&str> = nodes.iter().filter_map(|(_, k)| k.as_deref()).collect();
     let mut free = nodes
         .iter()
         .filter_map(|(_, k8s)| k8s.as_deref())
         .filter(|k| !held.contains(k));
+    live.iter()
+        .filter(|p| p.bound_node.is_none() && p.deleting.is_none())
+        .filter_map(|p| {
+            let node = match p.assigned_node.as_deref().or(p.volumes.pinned()) {
+                Some(node) if allocated.contains(node) => Some(node),
+                _ => free.next(),
+            };
+            node.map(|n| (*p, n))
+        })
+        .collect()
+}
+
+/// Gives each unbound pod a node of the allocation that no other pod of the job holds, where
+/// Kubernetes admits it; a pod that does not fit there now waits for room.
+fn bind(actions: &mut Vec<Action>, id: u32, live: &[&PodView], nodes: &[(String, Option<String>)]) {
+    let placed: BTreeMap<&str, &str> = placements(live, nodes)
+        .into_iter()
+        .map(|(p, n)| (p.name.as_str(), n))
+        .collect();
     for p in live {
         if let Some(node) = &p.bound_node {
             let message = format!("Slurm job {id} runs on {node}");
@@ -365,11 +431,14 @@ fn bind(actions: &mut Vec<Action>, id: u32, live: &[&PodView], nodes: &[(String,
         if p.deleting.is_some() {
             continue;
         }
-        let node = match p.assigned_node.as_deref().or(p.volumes.pinned()) {
-            Some(node) if allocated.contains_key(node) => Some(node),
-            _ => free.next(),
-        };
-        match node {
+        match placed.get(p.name.as_str()) {
+            Some(node) if p.unfit_on.contains_key(*node) => {
+                let message = format!(
+                    "Slurm job {id} placed the pod on {node}, where Kubernetes does not admit it now ({}); it is bound there once it fits",
+                    p.unfit_on[*node]
+                );
+                condition(actions, p, "False", "WaitingForFit", &message);
+            }
             Some(node) => bind_with_volumes(actions, id, p, node),
             None => {
                 let unmapped: Vec<&str> = nodes

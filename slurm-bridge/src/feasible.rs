@@ -33,6 +33,39 @@ pub struct NodeUsage {
     pub cpu: f64,
     /// Their memory requests, in bytes.
     pub memory: f64,
+    /// The CPU requests of the bridge's own pods there, which Slurm counts through their jobs.
+    pub bridge_cpu: f64,
+    /// Their memory requests.
+    pub bridge_memory: f64,
+}
+
+impl NodeUsage {
+    /// What a job still to be placed is held against. Where pods Slurm knows nothing of take
+    /// some of a resource, Slurm's free room is off by that much, so the bridge's pods count
+    /// too (several small jobs, each fitting beside a DaemonSet's pod, must not together
+    /// overcommit the node). Elsewhere Slurm's own count is exact, and the bridge's pods are
+    /// left to it, so that a job can queue for a node they fill.
+    pub fn for_placement(&self) -> NodeUsage {
+        NodeUsage {
+            cpu: self.cpu + if self.cpu > 0.0 { self.bridge_cpu } else { 0.0 },
+            memory: self.memory
+                + if self.memory > 0.0 {
+                    self.bridge_memory
+                } else {
+                    0.0
+                },
+            ..*self
+        }
+    }
+
+    /// Every request bound there: what the kubelet admits a pod against.
+    pub fn all(&self) -> NodeUsage {
+        NodeUsage {
+            cpu: self.cpu + self.bridge_cpu,
+            memory: self.memory + self.bridge_memory,
+            ..*self
+        }
+    }
 }
 
 /// Why a node cannot take a pod, or `None` when it can. `used` is what the pods already bound
@@ -182,8 +215,8 @@ pub fn excluded_nodes<N: Borrow<Node>>(
     let mut usable = BTreeSet::new();
     let none = NodeUsage::default();
     for node in nodes.iter().map(Borrow::borrow) {
-        let on_node = used.get(&node.name_any()).unwrap_or(&none);
-        let fits = pods.iter().all(|p| unfit(p, node, on_node).is_none());
+        let on_node = used.get(&node.name_any()).unwrap_or(&none).for_placement();
+        let fits = pods.iter().all(|p| unfit(p, node, &on_node).is_none());
         if fits {
             usable.insert(slurm_name(node));
         }
@@ -428,6 +461,7 @@ mod tests {
             pods: 1,
             cpu: 0.5,
             memory: 512.0 * 1048576.0,
+            ..NodeUsage::default()
         };
         assert_eq!(unfit(&three, &n, &daemon), None, "3.5 of 4 CPUs");
         let busy = NodeUsage { cpu: 1.5, ..daemon };
@@ -448,11 +482,49 @@ mod tests {
             pods: 3,
             cpu: 4.0,
             memory: 8.0 * 1073741824.0,
+            ..NodeUsage::default()
         };
         assert_eq!(unfit(&best_effort, &n, &all), None);
         let used = BTreeMap::from([("k1".to_string(), busy)]);
         let slurm: BTreeSet<String> = ["k1".to_string()].into();
         assert_eq!(excluded_nodes(&[&three], &[n], &slurm, &used), ["k1"]);
+    }
+
+    #[test]
+    fn the_bridges_own_pods_count_for_placement_only_beside_pods_slurm_does_not_know() {
+        let n = node("metadata: {name: k1}\nstatus: {allocatable: {cpu: '4', memory: 8Gi}}\n");
+        let two = pod("spec: {containers: [{name: c, resources: {requests: {cpu: '2'}}}]}\n");
+        let slurm: BTreeSet<String> = ["k1".to_string()].into();
+        let excluded = |used: NodeUsage| {
+            excluded_nodes(
+                &[&two],
+                std::slice::from_ref(&n),
+                &slurm,
+                &BTreeMap::from([("k1".into(), used)]),
+            )
+        };
+        // Slurm counts its jobs' CPUs exactly: the job may queue for the node they fill.
+        let bridge_only = NodeUsage {
+            pods: 4,
+            bridge_cpu: 4.0,
+            ..NodeUsage::default()
+        };
+        assert!(excluded(bridge_only).is_empty());
+        // A DaemonSet's CPU that Slurm does not see: 1 + 2 of the bridge's leave 1 of 4.
+        let beside_daemon = NodeUsage {
+            pods: 3,
+            cpu: 1.0,
+            bridge_cpu: 2.0,
+            ..NodeUsage::default()
+        };
+        assert_eq!(excluded(beside_daemon), ["k1"]);
+        let why = unfit(&two, &n, &beside_daemon.all()).unwrap();
+        assert!(why.starts_with("not enough CPU: 3.000 of 4"), "{why}");
+        assert_eq!(unfit(&two, &n, &bridge_only.for_placement()), None);
+        assert!(
+            unfit(&two, &n, &bridge_only.all()).is_some(),
+            "the kubelet counts every pod"
+        );
     }
 
     #[test]

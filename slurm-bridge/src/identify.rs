@@ -106,6 +106,7 @@ mod tests {
             condition: None,
             condition_age: None,
             volumes: crate::decide::Gate::Ready,
+            unfit_on: Default::default(),
         }
     }
 

@@ -22,7 +22,7 @@
 //! change only when an admin shrinks it), but no more than one such routine read a tick, so that
 //! thousands of running jobs neither flood slurmrestd nor hold up the reads that matter.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -134,6 +134,8 @@ struct Inner {
     layouts: bool,
     /// When the next routine whole read of a running job may be.
     next_routine: Option<Instant>,
+    /// Jobs cancelled for a refit (see [`JobBook::refitted`]).
+    refitted: HashSet<u32>,
 }
 
 impl Default for Inner {
@@ -143,6 +145,7 @@ impl Default for Inner {
             period: Duration::from_secs(1),
             layouts: true,
             next_routine: None,
+            refitted: HashSet::new(),
         }
     }
 }
@@ -231,6 +234,7 @@ impl JobBook {
         inner
             .jobs
             .iter()
+            .filter(|(id, _)| !inner.refitted.contains(id))
             .filter(|(_, e)| e.active() && e.pods.iter().any(|p| p == pod))
             .map(|(id, _)| *id)
             .max()
@@ -387,6 +391,21 @@ impl JobBook {
         active
     }
 
+    /// Records that job `id` was cancelled for a refit after its pods' labels were taken off:
+    /// it is no pod's job any more, even where the pod store still shows the old label.
+    pub fn refitted(&self, id: u32) {
+        self.inner.lock().expect("not poisoned").refitted.insert(id);
+    }
+
+    /// Whether job `id` was cancelled for a refit.
+    pub fn was_refit(&self, id: u32) -> bool {
+        self.inner
+            .lock()
+            .expect("not poisoned")
+            .refitted
+            .contains(&id)
+    }
+
     /// Forgets jobs that ended more than `keep` seconds before `now` (epoch seconds) and jobs
     /// Slurm no longer knows, so that the book holds what can still matter. A pod that still
     /// names a forgotten job has it read again.
@@ -399,6 +418,8 @@ impl JobBook {
                 !job.state.is_finished() || job.end_time.is_none_or(|end| end + keep > now)
             }
         });
+        let Inner { jobs, refitted, .. } = &mut *inner;
+        refitted.retain(|id| jobs.contains_key(id));
     }
 
     /// Reads job `id` now and records the answer; returns whether it changed. A failed read
@@ -709,6 +730,23 @@ mod tests {
         let mut job = Job::default();
         job.state = state;
         Seen::Job(Box::new(job))
+    }
+
+    #[test]
+    fn a_job_cancelled_for_a_refit_is_no_pods_job() {
+        let book = JobBook::default();
+        book.submitted(7, vec!["ns/a".into()]);
+        assert_eq!(book.active_job_of("ns/a"), Some(7));
+        book.refitted(7);
+        assert!(book.was_refit(7));
+        assert_eq!(
+            book.active_job_of("ns/a"),
+            None,
+            "not even before its cancellation is read"
+        );
+        book.forget(7);
+        book.prune(0, 0);
+        assert!(!book.was_refit(7), "the mark goes with the job");
     }
 
     #[test]

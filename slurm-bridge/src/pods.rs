@@ -41,6 +41,19 @@ pub async fn label(client: &Client, pod: &Pod, job_id: u32) -> kube::Result<()> 
         .map(drop)
 }
 
+/// Takes the job id label off the pod (its finalizer stays): the pod is submitted again.
+pub async fn unlabel(client: &Client, namespace: &str, pod: &str) -> kube::Result<()> {
+    let patch = json!({"metadata": {"labels": {keys::JOB_ID_LABEL: null}}});
+    match api(client, namespace)
+        .patch(pod, &params(), &Patch::Strategic(patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// The pod's tolerations with the one of its scheduler's node taint, or `None` if it has it.
 fn with_toleration(pod: &Pod) -> Option<Vec<Toleration>> {
     let spec = pod.spec.as_ref()?;

@@ -31,6 +31,7 @@ use crate::metrics::Metrics;
 use crate::pod_group;
 use crate::pods;
 use crate::queue::{Lane, Queue};
+use crate::resources::Requests;
 use crate::roots;
 use crate::slurm_nodes::SlurmNodes;
 use crate::storage::{self, Storage};
@@ -203,6 +204,9 @@ impl Scheduler {
             .iter()
             .map(|p| {
                 let mut v = self.assume(view(p), p);
+                if v.job_id.is_some_and(|id| self.book.was_refit(id)) {
+                    v.job_id = None;
+                }
                 if v.bound_node.is_none() {
                     v.volumes = self.storage.assess(p).gate;
                 }
@@ -210,6 +214,7 @@ impl Scheduler {
             })
             .collect();
         let job = self.job_of(&views, &members);
+        let views = self.with_fit(views, &members, &job);
         // The gang size needs the root object: read it only when a submission is possible, and
         // once (the submission uses the same reading).
         let root = match &job {
@@ -234,12 +239,28 @@ impl Scheduler {
                 .as_ref()
                 .map_or(decide::Gang::Size(1), |r| translate::gang_size(key, r)),
         };
-        for action in decide::decide(&workload) {
-            match (action, &root) {
+        let actions = decide::decide(&workload);
+        let mut reserved = self.reserve(&members, &actions)?;
+        for action in actions {
+            let bind = match &action {
+                Action::Bind { pod, .. } => Some(format!("{}/{pod}", key.namespace)),
+                _ => None,
+            };
+            let result = match (action, &root) {
                 (Action::Submit { pods }, Some(root)) => {
-                    self.submit(key, &members, &pods, root).await?
+                    self.submit(key, &members, &pods, root).await
                 }
-                (action, _) => self.apply(key, &members, action).await?,
+                (action, _) => self.apply(key, &members, action).await,
+            };
+            if let Err(failed) = result {
+                // The bindings not made give their room back.
+                for pod in &reserved {
+                    self.usage.release(pod);
+                }
+                return Err(failed);
+            }
+            if let Some(pod) = bind {
+                reserved.remove(&pod);
             }
         }
         if let JobView::Known {
@@ -306,6 +327,92 @@ impl Scheduler {
                 tracing::warn!(workload = %key, error = %e, "cannot write the PodGroup's status")
             }
         }
+    }
+
+    /// `views` with, for each unbound pod of a running job, the nodes of the job's allocation
+    /// where Kubernetes would not admit it now (see [`feasible::unfit`]), beside everything
+    /// bound there.
+    fn with_fit(
+        &self,
+        mut views: Vec<PodView>,
+        members: &[Arc<Pod>],
+        job: &JobView,
+    ) -> Vec<PodView> {
+        let JobView::Known {
+            state: JobState::Running,
+            nodes,
+            ..
+        } = job
+        else {
+            return views;
+        };
+        let nodes: Vec<Arc<Node>> = nodes
+            .iter()
+            .filter_map(|(_, k8s)| self.nodes.get(&ObjectRef::new(k8s.as_deref()?)))
+            .collect();
+        for (view, pod) in views.iter_mut().zip(members) {
+            if view.bound_node.is_some() || view.deleting.is_some() {
+                continue;
+            }
+            for node in &nodes {
+                let name = node.name_any();
+                if let Some(why) = feasible::unfit(pod, node, &self.usage.on(&name).all()) {
+                    view.unfit_on.insert(name, why);
+                }
+            }
+        }
+        views
+    }
+
+    /// Reserves room for the pass's bindings on their nodes, all or none (see
+    /// [`Usage::reserve`]); returns the pods reserved. When another workload's pods took the
+    /// room since the decision, nothing is bound: the pass fails, and the next one refits the
+    /// job or waits.
+    fn reserve(
+        &self,
+        members: &[Arc<Pod>],
+        actions: &[Action],
+    ) -> Result<BTreeSet<String>, Failed> {
+        let binds: Vec<(&Pod, &str)> = actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Bind { pod, node } => {
+                    let pod = members.iter().find(|p| p.name_any() == *pod)?;
+                    Some((&**pod, node.as_str()))
+                }
+                _ => None,
+            })
+            .collect();
+        if binds.is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        let nodes: Vec<Option<Arc<Node>>> = binds
+            .iter()
+            .map(|(_, n)| self.nodes.get(&ObjectRef::new(n)))
+            .collect();
+        let keys: Vec<(String, &str, Requests)> = binds
+            .iter()
+            .map(|(p, n)| (pod_name(p), *n, Requests::of(p)))
+            .collect();
+        let reserved = keys.iter().map(|(k, _, _)| k.clone()).collect();
+        self.usage
+            .reserve(keys, |i, used| {
+                feasible::unfit(binds[i].0, nodes[i].as_deref()?, used).map(|why| {
+                    format!(
+                        "{} no longer fits on {}: {why}",
+                        pod_name(binds[i].0),
+                        binds[i].1
+                    )
+                })
+            })
+            .map_err(|message| {
+                self.metrics.action("bind", Some("unfit"));
+                Failed {
+                    action: "bind",
+                    message,
+                }
+            })?;
+        Ok(reserved)
     }
 
     /// Keeps pending job `id`'s excluded nodes what Kubernetes allows its pods now: a node
@@ -496,6 +603,49 @@ impl Scheduler {
                         format!("Slurm job {job} placed the pod on {node}"),
                     );
                 }
+            }
+            Action::Refit {
+                job_id,
+                pods: names,
+                node,
+                why,
+            } => {
+                // The labels first: a bridge stopped between the two finds the job through its
+                // admin_comment and refits it again, where the other order would leave pods
+                // labelled with an ended job, which ends them.
+                for name in &names {
+                    pods::unlabel(&self.client, ns, name)
+                        .await
+                        .map_err(kube_failed("refit"))?;
+                }
+                let result = self.slurm.cancel_job(job_id).await;
+                self.metrics.slurm_call("cancel_job", result.as_ref().err());
+                match result {
+                    Ok(_) => {}
+                    Err(e) if e.is_job_already_ended() => {}
+                    // Not cancelled: the next pass finds the job by its admin_comment, labels
+                    // the pods again and tries the refit again.
+                    Err(e) => {
+                        return Err(Failed {
+                            action: "refit",
+                            message: e.to_string(),
+                        });
+                    }
+                }
+                // Before the pod store shows the labels gone: a pass that still sees them must
+                // not take the cancelled job as theirs (and end them with it).
+                self.book.refitted(job_id);
+                tracing::info!(job = job_id, %node, %why, workload = %key, "Slurm started the job where Kubernetes does not admit a pod: cancelled it, to submit again");
+                let message = format!(
+                    "Slurm job {job_id} placed the pod on {node}, where Kubernetes does not admit it ({why}): cancelled the job, to submit it again without that node"
+                );
+                for name in &names {
+                    if let Some(p) = pod(name) {
+                        self.event(&*p, true, "Refit", "Bind", message.clone());
+                    }
+                }
+                let _ = self.book.refresh(&self.slurm, job_id).await;
+                self.metrics.action("refit", None);
             }
             Action::Cancel { job_id, why } => {
                 let result = self.slurm.cancel_job(job_id).await;
@@ -807,5 +957,6 @@ pub fn view(pod: &Pod) -> PodView {
             .and_then(|c| c.last_transition_time.as_ref())
             .map(|t| jiff::Timestamp::now().duration_since(t.0).as_secs()),
         volumes: decide::Gate::Ready,
+        unfit_on: BTreeMap::new(),
     }
 }

@@ -1,10 +1,12 @@
 //! What the pods bound to a node take of it. Every pod counts against the node's pod capacity;
-//! the CPU and memory requests counted are those of pods the bridge does not schedule
-//! (DaemonSets, static and system pods, the default scheduler's): Slurm knows nothing of them,
-//! while it already accounts for the bridge's own pods through their jobs (counting those too
-//! would keep a gang from queueing behind another). A watch of all bound, non-terminal pods
-//! keeps one small entry per pod and the sums per node, so a placement decision reads a map
-//! instead of scanning every pod.
+//! the CPU and memory requests are summed apart for pods the bridge does not schedule
+//! (DaemonSets, static and system pods, the default scheduler's), which Slurm knows nothing of,
+//! and for the bridge's own, which Slurm accounts for through their jobs (see
+//! [`NodeUsage::for_placement`]). A watch of all bound, non-terminal pods keeps one small entry
+//! per pod and the sums per node, so a placement decision reads a map instead of scanning every
+//! pod. A binding the bridge is about to make is reserved here first, atomically with the check
+//! that the pod fits (kube-scheduler's assume step): two workloads bound at the same moment
+//! cannot together overcommit a node.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -25,12 +27,15 @@ pub struct Usage {
     scheduler: Arc<str>,
 }
 
+/// One bound pod: its node, its requests, and whether it is the bridge's.
+type Entry = (String, Requests, bool);
+
 #[derive(Default)]
 struct Index {
-    pods: HashMap<String, (String, Requests)>,
+    pods: HashMap<String, Entry>,
     nodes: BTreeMap<String, NodeUsage>,
     /// Entries of a relist in progress, swapped in when it is complete.
-    relist: Option<HashMap<String, (String, Requests)>>,
+    relist: Option<HashMap<String, Entry>>,
 }
 
 impl Usage {
@@ -45,6 +50,45 @@ impl Usage {
     /// The usage of every node with a pod bound to it.
     pub fn per_node(&self) -> BTreeMap<String, NodeUsage> {
         self.index.lock().expect("not poisoned").nodes.clone()
+    }
+
+    /// The usage of `node`.
+    pub fn on(&self, node: &str) -> NodeUsage {
+        let index = self.index.lock().expect("not poisoned");
+        index.nodes.get(node).copied().unwrap_or_default()
+    }
+
+    /// Reserves room on its node for each of `binds` (the pod's `<namespace>/<name>`, its node,
+    /// its requests) if `unfit(pod, everything bound there)` finds room for all of them, and
+    /// says why not for the first it does not (nothing is reserved then). The watch replaces a
+    /// reservation with the pod it sees bound; [`Usage::release`] drops one whose binding failed.
+    pub fn reserve<'a>(
+        &self,
+        binds: impl IntoIterator<Item = (String, &'a str, Requests)>,
+        unfit: impl Fn(usize, &NodeUsage) -> Option<String>,
+    ) -> Result<(), String> {
+        let mut index = self.index.lock().expect("not poisoned");
+        let mut reserved = Vec::new();
+        for (i, (key, node, requests)) in binds.into_iter().enumerate() {
+            let used = index.nodes.get(node).copied().unwrap_or_default().all();
+            if let Some(why) = unfit(i, &used) {
+                for key in reserved {
+                    index.set(key, None);
+                }
+                return Err(why);
+            }
+            index.set(key.clone(), Some((node.to_owned(), requests, true)));
+            reserved.push(key);
+        }
+        Ok(())
+    }
+
+    /// Drops the reservation of `pod` (`<namespace>/<name>`), whose binding did not happen.
+    pub fn release(&self, pod: &str) {
+        self.index
+            .lock()
+            .expect("not poisoned")
+            .set(pod.to_owned(), None);
     }
 
     /// Follows the pods of `api` that are bound and not Succeeded or Failed, for ever.
@@ -85,33 +129,51 @@ impl Usage {
 
 impl Index {
     /// Replaces one pod's entry, keeping the node sums in step.
-    fn set(&mut self, key: String, new: Option<(String, Requests)>) {
-        if let Some((node, old)) = self.pods.remove(&key) {
+    fn set(&mut self, key: String, new: Option<Entry>) {
+        if let Some((node, old, ours)) = self.pods.remove(&key) {
             let sum = self.nodes.entry(node.clone()).or_default();
-            sum.pods = sum.pods.saturating_sub(1);
-            sum.cpu -= old.cpu;
-            sum.memory -= old.memory;
+            add(sum, old, ours, -1.0);
             if sum.pods == 0 {
                 self.nodes.remove(&node);
             }
         }
-        if let Some((node, requests)) = new {
-            add(self.nodes.entry(node.clone()).or_default(), requests);
-            self.pods.insert(key, (node, requests));
+        if let Some((node, requests, ours)) = new {
+            add(
+                self.nodes.entry(node.clone()).or_default(),
+                requests,
+                ours,
+                1.0,
+            );
+            self.pods.insert(key, (node, requests, ours));
         }
     }
 }
 
-fn add(sum: &mut NodeUsage, requests: Requests) {
-    sum.pods += 1;
-    sum.cpu += requests.cpu;
-    sum.memory += requests.memory;
+/// Adds (`sign` 1) or takes out (-1) one pod's share of a node.
+fn add(sum: &mut NodeUsage, requests: Requests, ours: bool, sign: f64) {
+    if sign > 0.0 {
+        sum.pods += 1;
+    } else {
+        sum.pods = sum.pods.saturating_sub(1);
+    }
+    let (cpu, memory) = if ours {
+        (&mut sum.bridge_cpu, &mut sum.bridge_memory)
+    } else {
+        (&mut sum.cpu, &mut sum.memory)
+    };
+    *cpu += sign * requests.cpu;
+    *memory += sign * requests.memory;
 }
 
-fn totals(pods: &HashMap<String, (String, Requests)>) -> BTreeMap<String, NodeUsage> {
+fn totals(pods: &HashMap<String, Entry>) -> BTreeMap<String, NodeUsage> {
     let mut nodes: BTreeMap<String, NodeUsage> = BTreeMap::new();
-    for (node, requests) in pods.values() {
-        add(nodes.entry(node.clone()).or_default(), *requests);
+    for (node, requests, ours) in pods.values() {
+        add(
+            nodes.entry(node.clone()).or_default(),
+            *requests,
+            *ours,
+            1.0,
+        );
     }
     nodes
 }
@@ -121,9 +183,8 @@ fn key(pod: &Pod) -> String {
 }
 
 impl Usage {
-    /// The pod's node and the requests counted for it while it takes room there (none for
-    /// the bridge's own pods).
-    fn entry(&self, pod: &Pod) -> Option<(String, Requests)> {
+    /// The pod's node, its requests and whether it is the bridge's, while it takes room there.
+    fn entry(&self, pod: &Pod) -> Option<Entry> {
         let spec = pod.spec.as_ref()?;
         let node = spec.node_name.clone().filter(|n| !n.is_empty())?;
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
@@ -131,14 +192,7 @@ impl Usage {
             return None;
         }
         let ours = spec.scheduler_name.as_deref() == Some(&*self.scheduler);
-        Some((
-            node,
-            if ours {
-                Requests::default()
-            } else {
-                Requests::of(pod)
-            },
-        ))
+        Some((node, Requests::of(pod), ours))
     }
 }
 
@@ -157,9 +211,9 @@ mod tests {
         )));
         let k1 = usage.per_node()["k1"];
         assert_eq!(
-            (k1.pods, k1.cpu),
-            (2, 0.5),
-            "Slurm already counts the 3 CPUs of its own job"
+            (k1.pods, k1.cpu, k1.bridge_cpu),
+            (2, 0.5, 3.0),
+            "Slurm already counts the 3 CPUs of its own job: apart"
         );
     }
 
@@ -168,6 +222,45 @@ mod tests {
             "metadata: {{name: {name}, namespace: ns}}\nspec: {{nodeName: '{node}', containers: [{{name: c, resources: {{requests: {{cpu: '{cpu}'}}}}}}]}}\nstatus: {{phase: {phase}}}\n"
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn a_reservation_is_checked_against_everything_bound_and_all_or_nothing() {
+        let usage = Usage::new("slurm-bridge-scheduler");
+        usage.apply(watcher::Event::Apply(pod("daemon", "k1", "1", "Running")));
+        let one = Requests {
+            cpu: 1.0,
+            memory: 0.0,
+        };
+        let room = |_: usize, used: &NodeUsage| {
+            (used.cpu + 1.0 > 4.0).then(|| format!("{} of 4 CPUs taken", used.cpu))
+        };
+        let binds = |names: &[&'static str]| {
+            names
+                .iter()
+                .map(|n| (format!("ns/{n}"), "k1", one))
+                .collect::<Vec<_>>()
+        };
+        usage.reserve(binds(&["a", "b"]), room).unwrap();
+        let k1 = usage.per_node()["k1"];
+        assert_eq!((k1.pods, k1.cpu, k1.bridge_cpu), (3, 1.0, 2.0));
+        assert_eq!(
+            usage.reserve(binds(&["c", "d"]), room).unwrap_err(),
+            "4 of 4 CPUs taken"
+        );
+        assert_eq!(
+            usage.per_node()["k1"].pods,
+            3,
+            "c's reservation went with d's refusal"
+        );
+        // The watch shows b bound: its reservation is replaced, not counted twice.
+        let mut b = pod("b", "k1", "1", "Pending");
+        b.spec.as_mut().unwrap().scheduler_name = Some("slurm-bridge-scheduler".into());
+        usage.apply(watcher::Event::Apply(b));
+        assert_eq!(usage.per_node()["k1"].bridge_cpu, 2.0);
+        usage.release("ns/a");
+        usage.reserve(binds(&["c"]), room).unwrap();
+        assert_eq!(usage.per_node()["k1"].all().cpu, 3.0);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! packed by their requests, ended with their job, and nothing is deleted while slurmrestd is
 //! away or after the bridge restarts; crashes at any point leave one job per pod. GPUs go to
 //! Slurm as GRES both ways, a pod Slurm does not place keeps the bridge's off a node it fills,
-//! and `/metrics` counts what happened.
+//! several pods that each fit beside such a pod but not together never overcommit its node (the
+//! refit at binding), and `/metrics` counts what happened.
 
 use crate::common;
 
@@ -55,6 +56,28 @@ fn gpu_pod(name: &str, gpus: u32) -> String {
         name,
         "1",
         &format!("      limits: {{nvidia.com/gpu: \"{gpus}\"}}\n"),
+    )
+}
+
+/// A pod bound straight to `node` (as a DaemonSet's are: Slurm knows nothing of it), taking
+/// `cpu` CPUs.
+fn daemon_pod(node: &str, cpu: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: daemon
+spec:
+  nodeName: {node}
+  terminationGracePeriodSeconds: 1
+  tolerations: [{{operator: Exists}}]
+  containers:
+  - name: main
+    image: {IMAGE}
+    command: [sleep, "3600"]
+    resources:
+      requests: {{cpu: "{cpu}", memory: 64Mi}}
+"#
     )
 }
 
@@ -176,23 +199,7 @@ async fn slurm_places_pods() {
     // job excluding that node, and never fails with OutOfcpu.
     let added = Instant::now();
     let full = env.nodes[1].clone();
-    env.apply(&format!(
-        r#"apiVersion: v1
-kind: Pod
-metadata:
-  name: daemon
-spec:
-  nodeName: {full}
-  terminationGracePeriodSeconds: 1
-  tolerations: [{{operator: Exists}}]
-  containers:
-  - name: main
-    image: {IMAGE}
-    command: [sleep, "3600"]
-    resources:
-      requests: {{cpu: "3", memory: 64Mi}}
-"#
-    ));
+    env.apply(&daemon_pod(&full, "3"));
     assert_eq!(env.running_on("daemon", Duration::from_secs(60)), full);
     env.apply(&sized_pod("fit", "2", ""));
     let placed = env.running_on("fit", Duration::from_secs(60));
@@ -249,6 +256,85 @@ spec:
             "slurm_bridge_slurm_requests_total",
             &[("operation", "submit_job")]
         ) >= 5.0
+    );
+
+    // Several pods that each fit beside a pod Slurm does not know of, but not all together:
+    // the daemon takes 1 of the node's 4 CPUs, and four 1-CPU pods that may run there alone
+    // come at once. Slurm sees 4 free CPUs and may start all four jobs there; the bridge binds
+    // three, and cancels the fourth's job to submit it again (a refit): that pod waits, never
+    // fails with OutOfcpu, and runs there once one of the three has ended.
+    let added = Instant::now();
+    env.apply(&daemon_pod(&full, "1"));
+    assert_eq!(env.running_on("daemon", Duration::from_secs(60)), full);
+    let small: Vec<String> = (0..4)
+        .map(|i| {
+            pod(
+                &format!("small-{i}"),
+                "",
+                &format!("kubernetes.io/hostname: {full}"),
+            )
+        })
+        .collect();
+    env.apply(&small.join("---\n"));
+    let phases = || {
+        (0..4)
+            .map(|i| env.get(&format!("pod/small-{i}"), "{.status.phase}"))
+            .collect::<Vec<_>>()
+    };
+    let left_out = eventually(
+        "three of the four on the node",
+        Duration::from_secs(90),
+        || async {
+            let phases = phases();
+            let running = phases.iter().filter(|p| *p == "Running").count();
+            let waiting = (0..4).find(|i| {
+                phases[*i] == "Pending"
+                    && env.get(
+                        &format!("pod/small-{i}"),
+                        "{.status.conditions[?(@.type==\"SlurmJob\")].reason}",
+                    ) == "Unschedulable"
+            });
+            (running == 3).then_some(waiting).flatten()
+        },
+    )
+    .await;
+    for i in (0..4).filter(|i| *i != left_out) {
+        assert_eq!(env.get(&format!("pod/small-{i}"), "{.spec.nodeName}"), full);
+    }
+    let waiting = format!("small-{left_out}");
+    let first = (0..4).find(|i| *i != left_out).unwrap();
+    delete_pods(&env, &[&format!("small-{first}")]);
+    assert_eq!(
+        env.running_on(&waiting, Duration::from_secs(90)),
+        full,
+        "runs beside the daemon once there is room"
+    );
+    let reasons = env.get("events", "{.items[*].reason}");
+    assert!(
+        !reasons.split_whitespace().any(|r| r.starts_with("OutOf")),
+        "{reasons}"
+    );
+    for i in (0..4).filter(|i| *i != first) {
+        assert_eq!(
+            env.get(
+                &format!("pod/small-{i}"),
+                "{.status.phase} {.status.reason}"
+            ),
+            "Running ",
+            "small-{i}"
+        );
+    }
+    let others: Vec<String> = (0..4)
+        .filter(|i| *i != first)
+        .map(|i| format!("small-{i}"))
+        .chain(["daemon".to_string()])
+        .collect();
+    delete_pods(&env, &others.iter().map(String::as_str).collect::<Vec<_>>());
+    eprintln!(
+        "several pods beside a daemon: {:.1} s, refits {}",
+        added.elapsed().as_secs_f64(),
+        env.metrics()
+            .sum("slurm_bridge_actions_total", &[("operation", "refit")])
     );
 
     // Packing: four 1-CPU pods that Kubernetes allows on one 4-CPU node share it.

@@ -14,6 +14,7 @@ fn pod(name: &str) -> PodView {
         condition: None,
         condition_age: None,
         volumes: Gate::Ready,
+        unfit_on: BTreeMap::new(),
     }
 }
 
@@ -64,6 +65,9 @@ fn kinds(actions: &[Action]) -> Vec<String> {
                 format!("select {pod} {node} {}", claims.join(","))
             }
             Action::Bind { pod, node } => format!("bind {pod} {node}"),
+            Action::Refit {
+                job_id, pods, node, ..
+            } => format!("refit {job_id} {} {node}", pods.join(",")),
             Action::Cancel { job_id, .. } => format!("cancel {job_id}"),
             Action::Delete { pod, .. } => format!("delete {pod}"),
             Action::Release { pod } => format!("release {pod}"),
@@ -180,6 +184,48 @@ fn running_job_binds_each_pod_to_its_own_node() {
         2,
     );
     assert_eq!(kinds(&decide(&w)), ["bind a n2", "bind b n1"]);
+}
+
+fn unfit_on(mut p: PodView, node: &str) -> PodView {
+    p.unfit_on
+        .insert(node.into(), "not enough CPU: 3.000 of 4".into());
+    p
+}
+
+#[test]
+fn a_job_started_where_kubernetes_does_not_admit_a_pod_is_refit_before_any_binding() {
+    let job = known(5, JobState::Running, &["n1", "n2"]);
+    // b would go to n2, which a pod Slurm does not know fills: the whole gang is taken back.
+    let w = workload(
+        vec![labelled("a", 5), unfit_on(labelled("b", 5), "n2")],
+        job.clone(),
+        2,
+    );
+    assert_eq!(kinds(&decide(&w)), ["refit 5 a,b n2"]);
+    // Unfit on a node it does not go to: bound as usual.
+    let w = workload(
+        vec![unfit_on(labelled("a", 5), "n2"), labelled("b", 5)],
+        job.clone(),
+        2,
+    );
+    assert_eq!(kinds(&decide(&w)), ["bind a n1", "bind b n2"]);
+    // A member already runs: the allocation is in use, so the other waits for room there.
+    let w = workload(
+        vec![bound("a", 5, "n1"), unfit_on(labelled("b", 5), "n2")],
+        job,
+        2,
+    );
+    assert_eq!(
+        kinds(&decide(&w)),
+        ["condition a Running", "condition b WaitingForFit"]
+    );
+    // An unknown or pending job is never refit.
+    let w = workload(
+        vec![unfit_on(labelled("a", 5), "n1")],
+        known(5, JobState::Pending, &[]),
+        1,
+    );
+    assert!(!kinds(&decide(&w)).iter().any(|k| k.starts_with("refit")));
 }
 
 #[test]
