@@ -8,6 +8,7 @@
 //! | [`http`] | `/healthz`, `/readyz` and `/metrics` on one or two listeners |
 //! | [`logs`] | the global `tracing` subscriber: text or JSON on stderr, `RUST_LOG` |
 //! | [`tls`] | a serving certificate from a cert dir (re-read when it changes) or made at start, and a TLS listener for axum |
+//! | [`stores`] | what the reflector stores keep of an object (no `managedFields`) |
 //! | [`shutdown`] | SIGTERM or SIGINT, how a pod or a terminal stops the process |
 //! | [`quantity`] | Kubernetes resource quantities (`500m`, `4Gi`) in their base unit |
 //! | [`events`] | publishing an event on an object, never failing the caller |
@@ -22,5 +23,6 @@ pub mod leader;
 pub mod logs;
 pub mod quantity;
 pub mod shutdown;
+pub mod stores;
 pub mod tls;
 pub mod webhook;

@@ -175,15 +175,18 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let members = slurm_bridge::members::Members::default();
     watchers.spawn({
         let (wake, members) = (wake_tx.clone(), members.clone());
-        reflector(pod_writer, watcher(pod_api, pod_watch))
-            .default_backoff()
-            .touched_objects()
-            .for_each(move |pod| {
-                if let Ok(pod) = pod {
-                    let _ = wake.send(Wake::Workload(members.note(&pod)));
-                }
-                futures::future::ready(())
-            })
+        reflector(
+            pod_writer,
+            watcher(pod_api, pod_watch).modify(kube_support::stores::drop_managed_fields),
+        )
+        .default_backoff()
+        .touched_objects()
+        .for_each(move |pod| {
+            if let Ok(pod) = pod {
+                let _ = wake.send(Wake::Workload(members.note(&pod)));
+            }
+            futures::future::ready(())
+        })
     });
     // Every bound pod, whoever bound it → what it takes of its node (the Kubernetes-side fit).
     let usage = slurm_bridge::usage::Usage::new(&config.scheduler_name);
@@ -197,17 +200,21 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let node_api: Api<Node> = Api::all(client.clone());
     watchers.spawn({
         let wake = wake_tx.clone();
-        reflector(node_writer, watcher(node_api, watcher::Config::default()))
-            .default_backoff()
-            .touched_objects()
-            .predicate_filter(
-                |node: &Node| Some(slurm_bridge::feasible::fit_state(node)),
-                PredicateConfig::default(),
-            )
-            .for_each(move |_| {
-                let _ = wake.send(Wake::Nodes);
-                futures::future::ready(())
-            })
+        reflector(
+            node_writer,
+            watcher(node_api, watcher::Config::default())
+                .modify(kube_support::stores::drop_managed_fields),
+        )
+        .default_backoff()
+        .touched_objects()
+        .predicate_filter(
+            |node: &Node| Some(slurm_bridge::feasible::fit_state(node)),
+            PredicateConfig::default(),
+        )
+        .for_each(move |_| {
+            let _ = wake.send(Wake::Nodes);
+            futures::future::ready(())
+        })
     });
     // The bridge's jobs in Slurm → the workloads of their pods.
     let (job_tx, mut job_rx) = mpsc::unbounded_channel();

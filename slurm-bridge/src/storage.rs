@@ -80,7 +80,9 @@ where
 {
     let (store, writer) = reflector::store();
     let api: Api<K> = Api::all(client.clone());
-    let watch = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+    let events =
+        watcher(api, watcher::Config::default()).modify(kube_support::stores::drop_managed_fields);
+    let watch = reflector::reflector(writer, events)
         .default_backoff()
         .touched_objects()
         .for_each(move |object| {

@@ -176,7 +176,7 @@ impl Cache {
                 + Sync
                 + 'static,
         {
-            Informer::start(watcher(api, config))
+            Informer::start(watcher(api, config).modify(kube_support::stores::drop_managed_fields))
         }
         let all = watcher::Config::default;
         let workers = || {
@@ -207,10 +207,10 @@ impl Cache {
 
     /// The one watch of the Kubernetes nodes, for [`Cache::start`].
     pub fn nodes(client: &Client) -> Informer<Node> {
-        Informer::start(watcher(
-            Api::all(client.clone()),
-            watcher::Config::default(),
-        ))
+        Informer::start(
+            watcher(Api::all(client.clone()), watcher::Config::default())
+                .modify(kube_support::stores::drop_managed_fields),
+        )
     }
 
     /// Waits until every store holds its initial listing.

@@ -86,12 +86,9 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
 
     for (pod, annotations) in annotations_by_pod(plan) {
         let patch = json!({ "metadata": { "annotations": annotations } });
-        keep(
-            pods.patch(pod, &patch_params(), &Patch::Merge(patch))
-                .await
-                .map(drop)
-                .map_err(Error::from),
-        );
+        keep(unless_gone(
+            pods.patch(pod, &patch_params(), &Patch::Merge(patch)).await,
+        ));
     }
 
     if let Some(slurm) = t.slurm {
@@ -234,12 +231,10 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
     for p in &plan.protect {
         let value = p.protect.then_some("true");
         let patch = json!({ "metadata": { "labels": { crate::keys::LABEL_POD_PROTECT: value } } });
-        keep(
+        keep(unless_gone(
             pods.patch(&p.pod, &patch_params(), &Patch::Merge(patch))
-                .await
-                .map(drop)
-                .map_err(Error::from),
-        );
+                .await,
+        ));
     }
 
     for c in &plan.conditions {
@@ -473,9 +468,20 @@ async fn pod_conditions(pods: &Api<Pod>, pod: &Pod, wanted: &PodConditions) -> R
     let Some(patch) = conditions_patch(pod, wanted) else {
         return Ok(());
     };
-    pods.patch_status(&pod.name_any(), &patch_params(), &Patch::Strategic(patch))
-        .await?;
-    Ok(())
+    unless_gone(
+        pods.patch_status(&pod.name_any(), &patch_params(), &Patch::Strategic(patch))
+            .await,
+    )
+}
+
+/// A write to a pod deleted meanwhile has nothing left to do: its pass must not fail for it
+/// (a scale-in's victims go while the pass that drained them still writes their conditions).
+fn unless_gone<T>(result: kube::Result<T>) -> Result<(), Error> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The strategic merge patch that gives `pod` the `wanted` Slurm conditions; `None` when it
