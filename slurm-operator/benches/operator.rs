@@ -23,19 +23,23 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "common/measure.rs"]
+mod measure;
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::{TestEnv, ground};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
-use slurm_client::{Client, StaticToken};
+use measure::{
+    AuditMark, Result, count_requests, ground_var, mib, ms, operator_pid, other_operators,
+    percentile, rss_kib, slurm,
+};
+use slurm_client::Client;
 use slurm_operator::crd::NodeSet;
 
 const NODESET: &str = "slurm-worker-slinky";
@@ -47,8 +51,6 @@ const SCALE_IN: &str = "pending termination for scale-in";
 /// Extra clusters and NodeSet pods for the RSS figure.
 const CLUSTERS: usize = 10;
 const PODS_PER_CLUSTER: usize = 20;
-
-type Result<T, E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
 
 fn main() {
     if let Some(why) = test_support::ground::not_up() {
@@ -265,20 +267,19 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
     );
     println!(
         "   {:<46} {:>8.1} {:>8.1}",
-        "cluster-scoped, any kube-rs client on the ground",
+        "operator, cluster-scoped",
         per_min(count.cluster_reads),
         per_min(count.cluster_writes)
     );
     println!(
-        "   (reads = get/list/watch; cluster-scoped requests cannot be told apart by client: \
-         {others} other slurm-operator process(es) ran on the machine meanwhile; the ground's own \
-         controllers are kube-rs clients as well, so writes to objects the operator does not \
-         own (endpoints, replicasets, */status of Deployments and StatefulSets) are theirs)"
+        "   (reads = get/list/watch; requests told apart by the operator's User-Agent; the \
+         cluster-scoped ones of every operator on the machine: {others} other slurm-operator \
+         process(es) ran meanwhile)"
     );
     for (verb, resource, n) in &count.ns_detail {
         println!("     {n:>4} × {verb} {resource}");
     }
-    println!("   cluster-scoped, by kube-rs clients:");
+    println!("   cluster-scoped:");
     for (verb, resource, n) in &count.cluster_detail {
         println!("     {n:>4} × {verb} {resource}");
     }
@@ -409,33 +410,6 @@ async fn startup(kube: &kube::Client, ns: &str, t0: Instant) -> Result<Startup> 
     }
 }
 
-/// A client through the RestApi Service with the Token's JWT, once both exist.
-async fn slurm(kube: &kube::Client, ns: &str) -> Result<Option<Client>> {
-    let services: Api<Service> = Api::namespaced(kube.clone(), ns);
-    let secrets: Api<Secret> = Api::namespaced(kube.clone(), ns);
-    let Some(ip) = services
-        .get_opt("slurm-restapi")
-        .await?
-        .and_then(|s| s.spec?.cluster_ip)
-    else {
-        return Ok(None);
-    };
-    let Some(jwt) = secrets
-        .get_opt("slurm-token-jwt-slurm")
-        .await?
-        .and_then(|s| s.data?.remove("SLURM_JWT"))
-    else {
-        return Ok(None);
-    };
-    let port = test_support::ground::forward_into_ground(format!("{ip}:6820").parse()?);
-    let jwt = String::from_utf8(jwt.0)?;
-    Ok(Some(
-        Client::builder(format!("http://{port}"))
-            .token(StaticToken::new(jwt))
-            .build()?,
-    ))
-}
-
 /// The NodeSet's pods: Slurm node names (hostnames) of those not being deleted, and how many
 /// pod objects there are in all.
 struct Workers {
@@ -550,190 +524,4 @@ spec:
     tokio::time::sleep(Duration::from_secs(20)).await;
     let pid = operator_pid(env).ok_or("the operator is gone")?;
     Ok((created, rss_kib(pid).ok_or("no VmRSS")?))
-}
-
-fn ground_var(env_file: &str, key: &str) -> Option<String> {
-    std::fs::read_to_string(env_file)
-        .ok()?
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .find(|(k, _)| *k == key)
-        .map(|(_, v)| v.to_owned())
-}
-
-/// The `slurm-operator` process in the operator's process group: the handle's pid is that of the
-/// `ip netns exec` / `sh` wrapper, which may or may not have exec'd the operator yet.
-fn operator_pid(env: &mut TestEnv) -> Option<u32> {
-    let group = env.operator().pid()?;
-    processes()
-        .into_iter()
-        .find(|p| p.pgid == group && p.comm == "slurm-operator")
-        .map(|p| p.pid)
-}
-
-/// Other `slurm-operator` processes on the machine (other people's tests).
-fn other_operators(ours: u32) -> usize {
-    processes()
-        .iter()
-        .filter(|p| p.comm == "slurm-operator" && p.pid != ours)
-        .count()
-}
-
-struct Proc {
-    pid: u32,
-    pgid: u32,
-    comm: String,
-}
-
-fn processes() -> Vec<Proc> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| {
-        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let (head, rest) = stat.rsplit_once(')')?;
-        let comm = head.split_once('(')?.1.to_owned();
-        let mut fields = rest.split_whitespace();
-        let _state = fields.next()?;
-        let _ppid = fields.next()?;
-        let pgid = fields.next()?.parse().ok()?;
-        Some(Proc { pid, pgid, comm })
-    })
-    .collect()
-}
-
-fn rss_kib(pid: u32) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// Where the audit log stood: its inode and length.
-struct AuditMark {
-    path: PathBuf,
-    inode: u64,
-    offset: u64,
-}
-
-impl AuditMark {
-    fn now(path: &Path) -> Result<AuditMark> {
-        let meta = std::fs::metadata(path)?;
-        Ok(AuditMark {
-            path: path.to_owned(),
-            inode: meta.ino(),
-            offset: meta.len(),
-        })
-    }
-
-    /// The entries written since, also across a rotation (the old file renamed beside it).
-    fn read_since(&self) -> Result<Vec<serde_json::Value>> {
-        let mut files = Vec::new();
-        if std::fs::metadata(&self.path)?.ino() == self.inode {
-            files.push((self.path.clone(), self.offset));
-        } else {
-            let dir = self.path.parent().ok_or("audit log without a directory")?;
-            for entry in std::fs::read_dir(dir)? {
-                let p = entry?.path();
-                if std::fs::metadata(&p).is_ok_and(|m| m.ino() == self.inode) {
-                    files.push((p, self.offset));
-                }
-            }
-            files.push((self.path.clone(), 0));
-        }
-        let mut out = Vec::new();
-        for (path, offset) in files {
-            let mut file = std::fs::File::open(&path)?;
-            file.seek(SeekFrom::Start(offset))?;
-            for line in BufReader::new(file).lines() {
-                if let Ok(v) = serde_json::from_str(&line?) {
-                    out.push(v);
-                }
-            }
-        }
-        Ok(out)
-    }
-}
-
-#[derive(Default)]
-struct Count {
-    ns_reads: usize,
-    ns_writes: usize,
-    cluster_reads: usize,
-    cluster_writes: usize,
-    /// (verb, resource, count) in the namespace.
-    ns_detail: Vec<(String, String, usize)>,
-    /// (verb, resource, count) of the cluster-scoped ones.
-    cluster_detail: Vec<(String, String, usize)>,
-}
-
-/// Requests (one per audit ID) by clients other than the API server itself and kubectl: the
-/// operator's in `ns`, and cluster-scoped ones by clients without a user agent (kube-rs).
-fn count_requests(entries: &[serde_json::Value], ns: &str) -> Count {
-    let mut seen = HashSet::new();
-    let mut count = Count::default();
-    let mut detail = std::collections::BTreeMap::new();
-    let mut cluster_detail = std::collections::BTreeMap::new();
-    for e in entries {
-        let s = |v: &serde_json::Value| v.as_str().unwrap_or("").to_owned();
-        if !seen.insert(s(&e["auditID"])) {
-            continue;
-        }
-        if s(&e["user"]["username"]) == "system:apiserver" {
-            continue;
-        }
-        let agent = s(&e["userAgent"]);
-        let verb = s(&e["verb"]);
-        let read = matches!(verb.as_str(), "get" | "list" | "watch");
-        let namespace = s(&e["objectRef"]["namespace"]);
-        if namespace == ns && !agent.starts_with("kubectl") {
-            if read {
-                count.ns_reads += 1;
-            } else {
-                count.ns_writes += 1;
-            }
-            let mut resource = s(&e["objectRef"]["resource"]);
-            let sub = s(&e["objectRef"]["subresource"]);
-            if !sub.is_empty() {
-                resource = format!("{resource}/{sub}");
-            }
-            *detail.entry((verb, resource)).or_insert(0) += 1;
-        } else if namespace.is_empty() && agent.is_empty() {
-            if read {
-                count.cluster_reads += 1;
-            } else {
-                count.cluster_writes += 1;
-            }
-            *cluster_detail
-                .entry((verb, s(&e["objectRef"]["resource"])))
-                .or_insert(0) += 1;
-        }
-    }
-    count.ns_detail = detail.into_iter().map(|((v, r), n)| (v, r, n)).collect();
-    count.cluster_detail = cluster_detail
-        .into_iter()
-        .map(|((v, r), n)| (v, r, n))
-        .collect();
-    count
-}
-
-fn percentile(sorted: &[Duration], p: usize) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = (p * sorted.len()).div_ceil(100).max(1);
-    sorted[rank.min(sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn mib(kib: u64) -> f64 {
-    kib as f64 / 1024.0
 }

@@ -22,7 +22,7 @@ struct Bench {
     needs_cluster: bool,
 }
 
-const BENCHES: [Bench; 6] = [
+const BENCHES: [Bench; 7] = [
     Bench {
         package: "slurm-exporter",
         name: "scale",
@@ -49,9 +49,14 @@ const BENCHES: [Bench; 6] = [
         name: "bridge",
         needs_cluster: false,
     },
-    // Needs a ground with hollow nodes; skipped (and says how to start one) without them.
+    // These need a ground with hollow nodes; skipped (and say how to start one) without them.
     Bench {
         package: "slurm-bridge",
+        name: "scale",
+        needs_cluster: false,
+    },
+    Bench {
+        package: "slurm-operator",
         name: "scale",
         needs_cluster: false,
     },
