@@ -618,20 +618,9 @@ impl Scheduler {
                         .await
                         .map_err(kube_failed("refit"))?;
                 }
-                let result = self.slurm.cancel_job(job_id).await;
-                self.metrics.slurm_call("cancel_job", result.as_ref().err());
-                match result {
-                    Ok(_) => {}
-                    Err(e) if e.is_job_already_ended() => {}
-                    // Not cancelled: the next pass finds the job by its admin_comment, labels
-                    // the pods again and tries the refit again.
-                    Err(e) => {
-                        return Err(Failed {
-                            action: "refit",
-                            message: e.to_string(),
-                        });
-                    }
-                }
+                // Not cancelled: the next pass finds the job by its admin_comment, labels the
+                // pods again and tries the refit again.
+                self.cancel_job(job_id, "refit").await?;
                 // Before the pod store shows the labels gone: a pass that still sees them must
                 // not take the cancelled job as theirs (and end them with it).
                 self.book.refitted(job_id);
@@ -648,19 +637,7 @@ impl Scheduler {
                 self.metrics.action("refit", None);
             }
             Action::Cancel { job_id, why } => {
-                let result = self.slurm.cancel_job(job_id).await;
-                self.metrics.slurm_call("cancel_job", result.as_ref().err());
-                match result {
-                    Ok(_) => {}
-                    // Already ended or gone: what a cancel wants.
-                    Err(e) if e.is_job_already_ended() => {}
-                    Err(e) => {
-                        return Err(Failed {
-                            action: "cancel",
-                            message: e.to_string(),
-                        });
-                    }
-                }
+                self.cancel_job(job_id, "cancel").await?;
                 tracing::info!(job = job_id, %why, workload = %key, "cancelled the Slurm job");
                 if let Some(p) = members.first() {
                     self.event(
@@ -827,6 +804,20 @@ impl Scheduler {
             );
         }
         Ok(())
+    }
+
+    /// Cancels job `id` for `action`; a job already ended or gone is what a cancel wants.
+    async fn cancel_job(&self, id: u32, action: &'static str) -> Result<(), Failed> {
+        let result = self.slurm.cancel_job(id).await;
+        self.metrics.slurm_call("cancel_job", result.as_ref().err());
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_job_already_ended() => Ok(()),
+            Err(e) => Err(Failed {
+                action,
+                message: e.to_string(),
+            }),
+        }
     }
 
     async fn set_condition(&self, pod: &Pod, reason: &str, message: &str) {

@@ -53,22 +53,9 @@ const CLUSTERS: usize = 10;
 const PODS_PER_CLUSTER: usize = 20;
 
 fn main() {
-    if let Some(why) = test_support::ground::not_up() {
-        println!("skipped: {why}");
-        return;
-    }
-    let env_file = test_support::ground::env_file();
-    let quick = std::env::var("SLURM_BENCH_QUICK").is_ok_and(|v| v == "1");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    let started = Instant::now();
-    if let Err(err) = runtime.block_on(run(&env_file, quick)) {
-        eprintln!("operator benchmark failed: {err}");
-        std::process::exit(1);
-    }
-    println!("\n(wall time {:.0} s)", started.elapsed().as_secs_f64());
+    measure::bench_main("operator benchmark", |env_file, quick| async move {
+        run(&env_file, quick).await
+    });
 }
 
 async fn run(env_file: &str, quick: bool) -> Result<()> {

@@ -73,22 +73,9 @@ const METRICS_ADDR: &str = "127.0.0.1:18481";
 const SMALL_PODS: usize = 4;
 
 fn main() {
-    if let Some(why) = test_support::ground::not_up() {
-        println!("skipped: {why}");
-        return;
-    }
-    let env_file = test_support::ground::env_file();
-    let quick = std::env::var("SLURM_BENCH_QUICK").is_ok_and(|v| v == "1");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    let started = Instant::now();
-    if let Err(err) = runtime.block_on(run(&env_file, quick)) {
-        eprintln!("operator scale benchmark failed: {err}");
-        std::process::exit(1);
-    }
-    println!("\n(wall time {:.0} s)", started.elapsed().as_secs_f64());
+    measure::bench_main("operator scale benchmark", |env_file, quick| async move {
+        run(&env_file, quick).await
+    });
 }
 
 async fn run(env_file: &str, quick: bool) -> Result<()> {
@@ -347,28 +334,32 @@ impl Slurmds {
     }
 }
 
-/// The NodeSet's pods not being deleted: hostname → running.
-async fn live_pods(pods: &Api<Pod>) -> Result<BTreeMap<String, bool>> {
+/// The NodeSet's pods not being deleted.
+async fn nodeset_pods(pods: &Api<Pod>) -> Result<Vec<Pod>> {
     let lp = ListParams::default().labels(&format!("app.kubernetes.io/instance={NODESET}"));
     Ok(pods
         .list(&lp)
         .await?
         .items
-        .iter()
+        .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect())
+}
+
+/// The NodeSet's pods not being deleted: hostname → running.
+async fn live_pods(pods: &Api<Pod>) -> Result<BTreeMap<String, bool>> {
+    Ok(nodeset_pods(pods)
+        .await?
+        .iter()
         .filter_map(|p| Some((p.spec.as_ref()?.hostname.clone()?, phase(p) == "Running")))
         .collect())
 }
 
 /// The NodeSet's ready pods, as its status counts them.
 async fn ready_pods(pods: &Api<Pod>) -> Result<usize> {
-    let lp = ListParams::default().labels(&format!("app.kubernetes.io/instance={NODESET}"));
-    Ok(pods
-        .list(&lp)
+    Ok(nodeset_pods(pods)
         .await?
-        .items
         .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter(|p| {
             p.status
                 .as_ref()

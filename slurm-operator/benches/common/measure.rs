@@ -18,6 +18,31 @@ use crate::common::TestEnv;
 
 pub type Result<T, E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
 
+/// A benchmark's `main`: skipped without the ground; otherwise `run(env file, quick)` on a tokio
+/// runtime (`SLURM_BENCH_QUICK=1`: quick), a failure ending the process with 1, then the wall time.
+pub fn bench_main<F, Fut>(what: &str, run: F)
+where
+    F: FnOnce(String, bool) -> Fut,
+    Fut: std::future::Future<Output = Result<()>>,
+{
+    if let Some(why) = test_support::ground::not_up() {
+        println!("skipped: {why}");
+        return;
+    }
+    let env_file = test_support::ground::env_file();
+    let quick = std::env::var("SLURM_BENCH_QUICK").is_ok_and(|v| v == "1");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let started = std::time::Instant::now();
+    if let Err(err) = runtime.block_on(run(env_file, quick)) {
+        eprintln!("{what} failed: {err}");
+        std::process::exit(1);
+    }
+    println!("\n(wall time {:.0} s)", started.elapsed().as_secs_f64());
+}
+
 /// The operator's `User-Agent` prefix (see `kube_support::client`).
 pub const AGENT: &str = "slurm-operator/";
 
