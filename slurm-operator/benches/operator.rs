@@ -34,10 +34,10 @@ use common::{TestEnv, ground};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::ListParams;
 use measure::{
     AuditMark, Result, count_requests, ground_var, mib, ms, operator_pid, other_operators,
-    percentile, rss_kib, slurm,
+    percentile, rss_kib, scale, slurm,
 };
 use slurm_client::Client;
 use slurm_operator::crd::NodeSet;
@@ -119,7 +119,7 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
     let mut undrained = 0;
     for _ in 0..if rest_only { 0 } else { reps } {
         let t = Instant::now();
-        scale(&nodesets, 4).await?;
+        scale(&nodesets, NODESET, 4).await?;
         up.push(
             wait_until("a 4th worker pod", t, || async {
                 Ok(workers(&pods).await?.live.len() == 4)
@@ -168,7 +168,7 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
 
         let live = workers(&pods).await?.live;
         let t = Instant::now();
-        scale(&nodesets, 3).await?;
+        scale(&nodesets, NODESET, 3).await?;
         // Done at the first scale-in drain in Slurm, or when the victim's pod is deleted without
         // one having been seen (counted and reported).
         let seen = std::sync::atomic::AtomicBool::new(false);
@@ -416,17 +416,6 @@ async fn workers(pods: &Api<Pod>) -> Result<Workers> {
         live,
         all: list.len(),
     })
-}
-
-async fn scale(nodesets: &Api<NodeSet>, replicas: u32) -> Result<()> {
-    nodesets
-        .patch_scale(
-            NODESET,
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({"spec": {"replicas": replicas}})),
-        )
-        .await?;
-    Ok(())
 }
 
 /// Polls `check` every 20 ms until it holds; the time since `t`.

@@ -54,7 +54,7 @@ use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
 use measure::{
     AuditMark, Count, Result, count_requests, ground_var, mib, operator_pid, peak_rss_kib, rss_kib,
-    slurm,
+    scale, slurm,
 };
 use slurm_client::Client;
 use slurm_operator::crd::NodeSet;
@@ -175,7 +175,7 @@ async fn run(env_file: &str, quick: bool) -> Result<()> {
     ] {
         let mark = AuditMark::now(&audit_log)?;
         let t = Instant::now();
-        scale(&nodesets, to).await?;
+        scale(&nodesets, NODESET, to).await?;
         let took = wait_for(t, what, || async {
             let live = live_pods(&pods).await?;
             let settled = live.len() == to
@@ -387,17 +387,6 @@ fn phase(pod: &Pod) -> &str {
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .unwrap_or_default()
-}
-
-async fn scale(nodesets: &Api<NodeSet>, replicas: usize) -> Result<()> {
-    nodesets
-        .patch_scale(
-            NODESET,
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({"spec": {"replicas": replicas}})),
-        )
-        .await?;
-    Ok(())
 }
 
 /// Polls `check` every 500 ms from `t` until it gives a value; an error after [`LIMIT`].

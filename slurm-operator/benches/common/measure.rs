@@ -43,6 +43,19 @@ where
     println!("\n(wall time {:.0} s)", started.elapsed().as_secs_f64());
 }
 
+/// Sets NodeSet `name`'s replicas through its scale subresource.
+pub async fn scale(
+    nodesets: &Api<slurm_operator::crd::NodeSet>,
+    name: &str,
+    replicas: usize,
+) -> Result<()> {
+    let patch = kube::api::Patch::Merge(serde_json::json!({"spec": {"replicas": replicas}}));
+    nodesets
+        .patch_scale(name, &kube::api::PatchParams::default(), &patch)
+        .await?;
+    Ok(())
+}
+
 /// The operator's `User-Agent` prefix (see `kube_support::client`).
 pub const AGENT: &str = "slurm-operator/";
 
