@@ -154,6 +154,9 @@ struct Figures {
     peak_rss_kib: u64,
     requests: u64,
     rest_bytes: u64,
+    /// The seconds from each pod's creation to the stage's costs being read, summed: following
+    /// a job costs as long as it lives, and a stage's pods live longer the more there are.
+    pod_secs: f64,
 }
 
 async fn run(quick: bool) {
@@ -365,6 +368,7 @@ async fn bridge(
     let log_before = env.bridge_log();
     let (requests_before, bytes_before) = (api_requests(&log_before), rest_bytes(&log_before));
     drop(log_before);
+    let mut created = Vec::new();
     for (w, &n) in stage.waves.iter().enumerate() {
         let tag = format!("s{index}w{w}");
         let names = create_wave(pods, &groups, seen, &tag, n).await;
@@ -372,6 +376,7 @@ async fn bridge(
         let follower = follow_job_starts(slurm.clone(), Arc::clone(seen), names.clone());
         let times = wait_bound(seen, &names).await;
         let job_started = follower.await.expect("the job state poller ends");
+        created.extend(times.iter().filter_map(|t| t.created));
         let first = times
             .iter()
             .filter_map(|t| t.created)
@@ -413,6 +418,8 @@ async fn bridge(
     f.rest_bytes = rest_bytes(&log) - bytes_before;
     f.cpu_secs = cpu_secs(pid) - cpu_before;
     f.peak_rss_kib = peak_rss_kib(pid);
+    let end = Instant::now();
+    f.pod_secs = created.iter().map(|c| (end - *c).as_secs_f64()).sum();
     // Printed before the clean-up, which a slow bridge could make fail.
     report(f);
     if !last {
@@ -629,6 +636,8 @@ struct PerPod {
     cpu_ms: f64,
     requests: f64,
     bytes: f64,
+    /// slurmrestd bytes a pod-minute (see [`Figures::pod_secs`]).
+    bytes_a_minute: f64,
 }
 
 fn per_pod(f: &Figures) -> PerPod {
@@ -637,6 +646,7 @@ fn per_pod(f: &Figures) -> PerPod {
         cpu_ms: f.cpu_secs * 1000.0 / n,
         requests: f.requests as f64 / n,
         bytes: f.rest_bytes as f64 / n,
+        bytes_a_minute: f.rest_bytes as f64 * 60.0 / f.pod_secs.max(1.0),
     }
 }
 
@@ -670,12 +680,13 @@ fn report(f: &Figures) {
         met(ratio >= 0.9)
     );
     println!(
-        "  bridge: {:.1} CPU s ({:.1} ms a pod), peak RSS {rss_mb:.0} MB (goal < 200 MB: {}), {:.1} API requests and {:.0} slurmrestd bytes a pod",
+        "  bridge: {:.1} CPU s ({:.1} ms a pod), peak RSS {rss_mb:.0} MB (goal < 200 MB: {}), {:.1} API requests and {:.0} slurmrestd bytes a pod ({:.0} a pod-minute)",
         f.cpu_secs,
         p.cpu_ms,
         met(rss_mb < 200.0),
         p.requests,
-        p.bytes
+        p.bytes,
+        p.bytes_a_minute
     );
 }
 
@@ -684,7 +695,7 @@ fn growth(small: &Figures, large: &Figures) {
     let (a, b) = (per_pod(small), per_pod(large));
     let x = |a: f64, b: f64| b / a.max(f64::MIN_POSITIVE);
     println!(
-        "\n{} → {} nodes ({} → {} pods), per pod (goal: linear growth, so ×1.0 per pod): CPU ×{:.2}, API requests ×{:.2}, slurmrestd bytes ×{:.2}; RUNNING→bound p99 ×{:.2}; peak RSS ×{:.2}",
+        "\n{} → {} nodes ({} → {} pods), per pod (goal: linear growth, so ×1.0 per pod): CPU ×{:.2}, API requests ×{:.2}, slurmrestd bytes ×{:.2} (a pod-minute ×{:.2}); RUNNING→bound p99 ×{:.2}; peak RSS ×{:.2}",
         small.nodes,
         large.nodes,
         small.pods,
@@ -692,6 +703,7 @@ fn growth(small: &Figures, large: &Figures) {
         x(a.cpu_ms, b.cpu_ms),
         x(a.requests, b.requests),
         x(a.bytes, b.bytes),
+        x(a.bytes_a_minute, b.bytes_a_minute),
         x(
             percentile(&small.running_to_bound, 99.0).as_secs_f64(),
             percentile(&large.running_to_bound, 99.0).as_secs_f64()

@@ -9,18 +9,21 @@
 //! Pending and running jobs are watched through their states (`GET …/jobs/state/`, about 80
 //! bytes a job, 100 jobs a request). Jobs that may start (pending ones) are polled every 25 ms
 //! while one was submitted less than 5 s ago (Slurm starts most jobs on its next scheduling
-//! pass, within a second of their submission), else every 100 ms; at least a millisecond per
-//! job. Running jobs, whose next change is their end, are polled apart, every follow period (at
+//! pass, within a second of their submission), else every 100 ms; at least a quarter
+//! millisecond per job. Running jobs, whose next change is their end, are polled apart, every follow period (at
 //! least a millisecond per job): when thousands of pods run, the polls that notice a start stay
 //! as short as the pending jobs are few (with one poll for all, 5,000 running jobs made it one
 //! poll every 5 s, and a started job waited that long for its pod's binding). A job whose state
 //! moved is read at once: a pending job that started, by its resource layout
 //! (`GET …/resources/{id}`, REST v0.0.44+: its nodes in 1 KiB, against 10 KiB for the whole
 //! job, which matters when a scheduling pass starts many jobs at once), any other whole (for its
-//! nodes, its reason). Besides that, a pending job is read whole each follow period (its pending
-//! reason shows that late at worst), a running one every ten periods (the nodes of a running job
-//! change only when an admin shrinks it), but no more than one such routine read a tick, so that
-//! thousands of running jobs neither flood slurmrestd nor hold up the reads that matter.
+//! nodes, its reason); these reads go first. Besides that, a pending job is read whole a follow
+//! period after the last read, twice as long after each read that found nothing changed, up to
+//! 16 periods (a new pending reason shows that late at worst: a burst of jobs waiting for a
+//! backfill pass must not flood slurmrestd), a running one every ten periods (the nodes of a
+//! running job change only when an admin shrinks it), but no more than one such routine read a
+//! tick, so that thousands of running jobs neither flood slurmrestd nor hold up the reads that
+//! matter.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -47,8 +50,12 @@ pub struct Entry {
     added: Instant,
     /// The state the last poll gave, when it differs from `seen`'s.
     polled: Option<JobState>,
+    /// Whether the last poll found its state moved (or the job gone), until it is read.
+    moved: bool,
     /// Whether `seen` is a whole record from Slurm (not what a submission or a layout implied).
     whole: bool,
+    /// Whole reads in a row of this pending job that found nothing changed.
+    quiet_reads: u32,
 }
 
 /// The follower's first read of a job its caller has just read itself.
@@ -56,6 +63,11 @@ const FIRST_WAIT: Duration = Duration::from_millis(100);
 
 /// A running job is read whole every this many follow periods.
 const RUNNING_READ_PERIODS: u32 = 10;
+/// The most follow periods between two whole reads of a pending job (for its reason): each
+/// read that finds nothing changed doubles the wait, from one period. Read each period, the
+/// 500 pending jobs of a burst that waits for a backfill pass were 5 MB of slurmrestd a second
+/// (the scale bench), and slowed the reads of the jobs that started.
+const PENDING_READ_PERIODS: u32 = 16;
 
 /// How often the pending jobs' states are polled while one of them is fresh: new in the book
 /// for less than [`FRESH_FOR`].
@@ -67,10 +79,12 @@ const STATE_POLL: Duration = Duration::from_millis(100);
 /// 500 running jobs, one each ten periods made 50 reads of 10 KiB a second).
 const ROUTINE_READ_GAP: Duration = Duration::from_millis(100);
 
-/// The wait before the next poll of `polled` jobs' states.
+/// The wait before the next poll of `polled` jobs' states: at least a quarter millisecond a
+/// job (a millisecond made the 500 pending jobs of a burst wait half a second for their start
+/// to be seen, the p99 of RUNNING → bound at scale).
 fn state_poll_period(polled: usize, any_fresh: bool) -> Duration {
     let base = if any_fresh { FRESH_POLL } else { STATE_POLL };
-    base.max(Duration::from_millis(polled as u64))
+    base.max(Duration::from_micros(polled as u64 * 250))
 }
 
 impl Entry {
@@ -83,15 +97,18 @@ impl Entry {
             next_read: now,
             added: now,
             polled: None,
+            moved: false,
+            quiet_reads: 0,
         }
     }
 }
 
-/// The wait before the next whole read of a job (its state is polled apart): a period for a
-/// pending one, [`RUNNING_READ_PERIODS`] for any other.
-fn next_wait(pending: bool, period: Duration) -> Duration {
+/// The wait before the next whole read of a job (its state is polled apart): for a pending
+/// one a period, doubled by each of its `quiet_reads` up to [`PENDING_READ_PERIODS`]; for any
+/// other [`RUNNING_READ_PERIODS`].
+fn next_wait(pending: bool, quiet_reads: u32, period: Duration) -> Duration {
     if pending {
-        period
+        period * (1 << quiet_reads.min(10)).min(PENDING_READ_PERIODS)
     } else {
         period * RUNNING_READ_PERIODS
     }
@@ -243,7 +260,7 @@ impl JobBook {
     /// The jobs that can still change and are due for a read at `now`, with their pods, and
     /// how to read each: every one whose state moved or that may start, and of the running
     /// ones due for their routine read the longest due, if [`ROUTINE_READ_GAP`] has passed
-    /// since the last.
+    /// since the last; the reads that can bind pods first.
     pub fn due(&self, now: Instant) -> Vec<(u32, Vec<String>, Read)> {
         let mut inner = self.inner.lock().expect("not poisoned");
         let mut routine: Vec<(Instant, u32)> = Vec::new();
@@ -259,15 +276,27 @@ impl JobBook {
                 }
                 !quiet_running
             })
-            .map(|(id, e)| (*id, e.pods.clone(), read_of(e, inner.layouts)))
+            .map(|(id, e)| {
+                let read = read_of(e, inner.layouts);
+                // The reads that bind pods first: a started job's layout, then jobs whose
+                // state moved (or never read), then the routine reads of pending ones.
+                let rank = match read {
+                    Read::Layout => 0,
+                    Read::Whole if e.moved || !e.whole => 1,
+                    Read::Whole => 2,
+                };
+                (rank, *id, e.pods.clone(), read)
+            })
             .collect();
         let allowed = inner.next_routine.is_none_or(|at| at <= now);
         if let Some((_, id)) = routine.into_iter().min().filter(|_| allowed) {
-            due.push((id, inner.jobs[&id].pods.clone(), Read::Whole));
+            due.push((3, id, inner.jobs[&id].pods.clone(), Read::Whole));
             inner.next_routine = Some(now + ROUTINE_READ_GAP);
         }
-        due.sort_by_key(|(id, _, _)| *id);
-        due
+        due.sort_by_key(|(rank, id, _, _)| (*rank, *id));
+        due.into_iter()
+            .map(|(_, id, pods, read)| (id, pods, read))
+            .collect()
     }
 
     /// The jobs whose states are polled often: those that may start (last seen in a state
@@ -327,6 +356,7 @@ impl JobBook {
             if !unchanged {
                 entry.next_read = now;
                 entry.polled = answered.get(id).map(|s| (*s).clone());
+                entry.moved = true;
                 moved += 1;
             }
         }
@@ -451,11 +481,17 @@ impl JobBook {
             entry.pods = comment.pods;
         }
         let changed = !same(&entry.seen, &seen);
+        let pending = matches!(&seen, Seen::Job(job) if job.state == JobState::Pending);
+        entry.quiet_reads = if pending && !changed && entry.whole {
+            entry.quiet_reads + 1
+        } else {
+            0
+        };
         entry.seen = seen;
         entry.whole = true;
         entry.polled = None;
-        let pending = matches!(&entry.seen, Seen::Job(job) if job.state == JobState::Pending);
-        entry.next_read = Instant::now() + next_wait(pending, period);
+        entry.moved = false;
+        entry.next_read = Instant::now() + next_wait(pending, entry.quiet_reads, period);
         Ok(changed)
     }
 
@@ -493,6 +529,7 @@ impl JobBook {
         started(job, nodes.iter().map(|n| n.node.as_str()));
         let changed = !same(&before, &entry.seen);
         entry.polled = None;
+        entry.moved = false;
         entry.next_read = Instant::now() + period;
         Ok(changed)
     }
@@ -750,10 +787,14 @@ mod tests {
     }
 
     #[test]
-    fn pending_jobs_are_read_whole_each_period_running_ones_every_ten() {
+    fn pending_jobs_are_read_whole_less_often_while_nothing_changes_running_ones_every_ten() {
         let period = Duration::from_secs(1);
-        assert_eq!(next_wait(true, period), period);
-        assert_eq!(next_wait(false, period), Duration::from_secs(10));
+        let waits: Vec<u64> = (0..7)
+            .map(|quiet| next_wait(true, quiet, period).as_secs())
+            .collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 16, 16]);
+        assert_eq!(next_wait(true, 40, period), Duration::from_secs(16));
+        assert_eq!(next_wait(false, 0, period), Duration::from_secs(10));
     }
 
     #[test]
@@ -791,7 +832,8 @@ mod tests {
     fn fresh_pending_jobs_are_polled_more_often() {
         assert_eq!(state_poll_period(3, true), Duration::from_millis(25));
         assert_eq!(state_poll_period(3, false), Duration::from_millis(100));
-        assert_eq!(state_poll_period(400, true), Duration::from_millis(400));
+        assert_eq!(state_poll_period(400, true), Duration::from_millis(100));
+        assert_eq!(state_poll_period(2000, true), Duration::from_millis(500));
         let book = JobBook::default();
         let mut job = Job::default();
         job.state = JobState::Pending;
@@ -825,14 +867,14 @@ mod tests {
         let due = |book: &JobBook, at| -> Vec<u32> {
             book.due(at).into_iter().map(|(id, _, _)| id).collect()
         };
-        assert_eq!(due(&book, Instant::now()), [2, 6]);
+        assert_eq!(due(&book, Instant::now()), [6, 2]);
         // A running job whose state moved is read at once; the next routine read waits.
         let mut ended = JobStatus::default();
         ended.id = 4;
         ended.state = JobState::Cancelled;
         book.states_seen(&[4], &[ended]);
         assert_eq!(due(&book, Instant::now()), [4, 6]);
-        assert_eq!(due(&book, Instant::now() + ROUTINE_READ_GAP), [2, 4, 6]);
+        assert_eq!(due(&book, Instant::now() + ROUTINE_READ_GAP), [4, 6, 2]);
     }
 
     #[test]
@@ -904,6 +946,44 @@ mod tests {
         // A slurmrestd without the call: whole reads.
         book.inner.lock().unwrap().layouts = false;
         assert_eq!(book.due(Instant::now())[0].2, Read::Whole);
+    }
+
+    #[test]
+    fn the_reads_that_bind_pods_come_first() {
+        let book = JobBook::default();
+        let pending = |id| {
+            let mut job = Job::default();
+            job.id = id;
+            job.state = JobState::Pending;
+            book.insert(id, vec![], Seen::Job(Box::new(job)));
+        };
+        // 1 and 2 due for their routine reads; 3 started, 4 ended (both seen by the poll).
+        (1..=4).for_each(pending);
+        let status = |id, state| {
+            let mut s = JobStatus::default();
+            s.id = id;
+            s.state = state;
+            s
+        };
+        book.states_seen(
+            &[3, 4],
+            &[status(3, JobState::Running), status(4, JobState::Completed)],
+        );
+        let later = Instant::now() + Duration::from_secs(2);
+        let reads: Vec<(u32, Read)> = book
+            .due(later)
+            .into_iter()
+            .map(|(id, _, read)| (id, read))
+            .collect();
+        assert_eq!(
+            reads,
+            [
+                (3, Read::Layout),
+                (4, Read::Whole),
+                (1, Read::Whole),
+                (2, Read::Whole)
+            ]
+        );
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod roots;
 pub mod scheduler;
 pub mod slurm_nodes;
 pub mod storage;
+pub mod stored;
 pub mod taint;
 pub mod translate;
 pub mod usage;

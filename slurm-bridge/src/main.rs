@@ -177,7 +177,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         let (wake, members) = (wake_tx.clone(), members.clone());
         reflector(
             pod_writer,
-            watcher(pod_api, pod_watch).modify(kube_support::stores::drop_managed_fields),
+            watcher(pod_api, pod_watch).modify(slurm_bridge::stored::trim),
         )
         .default_backoff()
         .touched_objects()
@@ -202,8 +202,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         let wake = wake_tx.clone();
         reflector(
             node_writer,
-            watcher(node_api, watcher::Config::default())
-                .modify(kube_support::stores::drop_managed_fields),
+            watcher(node_api, watcher::Config::default()).modify(slurm_bridge::stored::trim_node),
         )
         .default_backoff()
         .touched_objects()

@@ -7,13 +7,16 @@
 //! workload woken again and again does not starve the others; a workload woken in a higher lane
 //! moves up. A workload woken while it is being processed is looked at again once that pass
 //! ends, so no wake is lost and no workload is processed twice at once. A failed pass backs off
-//! (1 s, doubling to 5 min) and is tried again when its back-off ends.
+//! (1 s, doubling to 5 min) and is tried again when its back-off ends; a pass that found no room
+//! for the workload backs off to 10 s at most, as kube-scheduler's unschedulable pods do
+//! (`podMaxBackoffSeconds`): room can come at any moment, when a pod ends.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
+const UNSCHEDULABLE_MAX_BACKOFF: Duration = Duration::from_secs(10);
 
 /// Why a workload is woken, lowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -96,15 +99,32 @@ impl<K: Ord + Clone> Queue<K> {
     /// The pass over `key` ended; a failure makes it back off (1 s, doubling to 5 min) and wakes
     /// it for when that ends, and the back-off is returned.
     pub fn done(&mut self, key: &K, ok: bool, now: Instant) -> Option<Duration> {
+        self.finish(key, (!ok).then_some(MAX_BACKOFF), now)
+    }
+
+    /// The pass over `key` found no room for it now: as a failure, but backing off to 10 s at
+    /// most.
+    pub fn unschedulable(&mut self, key: &K, now: Instant) -> Duration {
+        self.finish(key, Some(UNSCHEDULABLE_MAX_BACKOFF), now)
+            .expect("a back-off")
+    }
+
+    /// Ends a pass; `backoff_up_to`: it failed, and backs off to that at most.
+    fn finish(
+        &mut self,
+        key: &K,
+        backoff_up_to: Option<Duration>,
+        now: Instant,
+    ) -> Option<Duration> {
         self.in_flight.remove(key);
-        if ok {
+        let Some(max) = backoff_up_to else {
             self.backoff.remove(key);
             return None;
-        }
+        };
         let next = self
             .backoff
             .get(key)
-            .map(|(_, d)| (*d * 2).min(MAX_BACKOFF))
+            .map(|(_, d)| (*d * 2).min(max))
             .unwrap_or(FIRST_BACKOFF);
         self.backoff.insert(key.clone(), (now + next, next));
         self.wake(key.clone(), Lane::Change);
@@ -124,6 +144,23 @@ impl<K: Ord + Clone> Queue<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unschedulable_key_backs_off_to_ten_seconds_at_most() {
+        let now = Instant::now();
+        let mut q = Queue::default();
+        let mut waits = Vec::new();
+        for _ in 0..6 {
+            q.wake("a", Lane::Change);
+            let at = q.next_retry().unwrap_or(now);
+            assert_eq!(q.pop(at, Lane::Resync), Some("a"));
+            waits.push(q.unschedulable(&"a", at).as_secs());
+        }
+        assert_eq!(waits, [1, 2, 4, 8, 10, 10]);
+        let at = q.next_retry().expect("woken for its retry");
+        assert_eq!(q.pop(at, Lane::Resync), Some("a"));
+        assert_eq!(q.done(&"a", true, at), None, "a success ends the back-off");
+    }
 
     #[test]
     fn a_key_woken_in_flight_is_processed_again_after() {
