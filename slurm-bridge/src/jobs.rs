@@ -700,12 +700,26 @@ async fn poll_states(
     polled: &[u32],
     metrics: &crate::metrics::Metrics,
 ) -> bool {
-    for chunk in polled.chunks(STATES_PER_REQUEST) {
-        let result = client.job_states(chunk).await;
+    // A few requests at once: a burst's 500 pending jobs are five of them, and a start is seen
+    // when the poll ends.
+    let chunks: Vec<Vec<u32>> = polled
+        .chunks(STATES_PER_REQUEST)
+        .map(<[u32]>::to_vec)
+        .collect();
+    let mut answers = futures::stream::iter(chunks)
+        .map(|chunk| {
+            let client = client.clone();
+            async move {
+                let result = client.job_states(&chunk).await;
+                (chunk, result)
+            }
+        })
+        .buffer_unordered(STATE_REQUESTS_AT_ONCE);
+    while let Some((chunk, result)) = answers.next().await {
         metrics.slurm_call("job_states", result.as_ref().err());
         match result {
             Ok(states) => {
-                book.states_seen(chunk, &states.value);
+                book.states_seen(&chunk, &states.value);
             }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the jobs' states; reading them one by one each period");
@@ -716,6 +730,9 @@ async fn poll_states(
     }
     true
 }
+
+/// How many state requests of one poll are sent at once.
+const STATE_REQUESTS_AT_ONCE: usize = 4;
 
 impl JobBook {
     /// How many of the book's jobs are in each state (for the metrics).
