@@ -69,6 +69,33 @@ pub fn has_work(nodeset: &NodeSet, revision: &str, pods: &[Pod], plan: &Plan) ->
         })
 }
 
+/// The largest batch of [`slow_start`].
+const MAX_CREATE_BATCH: usize = 32;
+
+/// Runs `create` for `items` in batches of 1, 2, 4, … up to [`MAX_CREATE_BATCH`] at once, each
+/// batch after the last succeeded whole, as the ReplicaSet and StatefulSet controllers' slow
+/// start: a NodeSet of thousands is created concurrently (one after another, 1,000 pods took a
+/// minute), while a quota or webhook that rejects every pod costs one request, not thousands.
+/// The first failure stops the rest, which the next pass creates.
+async fn slow_start<'a, T, F, Fut>(items: &'a [T], create: F) -> Result<(), Error>
+where
+    F: Fn(&'a T) -> Fut,
+    Fut: std::future::Future<Output = Result<(), Error>>,
+{
+    let mut batch = 1;
+    let mut rest = items;
+    while !rest.is_empty() {
+        let (now, later) = rest.split_at(batch.min(rest.len()));
+        let results = futures::future::join_all(now.iter().map(&create)).await;
+        if let Some(e) = results.into_iter().find_map(Result::err) {
+            return Err(e);
+        }
+        rest = later;
+        batch = (batch * 2).min(MAX_CREATE_BATCH);
+    }
+    Ok(())
+}
+
 /// Applies `plan`; the first error is returned after every independent step was tried.
 pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(), Error> {
     let ns = t.nodeset.namespace().ok_or(Error::Unnamed)?;
@@ -156,31 +183,36 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
     }
     let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
         Api::namespaced(ctx.client.clone(), &ns);
-    for c in &plan.create {
-        for pvc in render::nodeset_pod::pvcs(t.nodeset, c.ordinal) {
-            match claims.create(&PostParams::default(), &pvc).await {
+    let (claims, pods_api) = (&claims, &pods);
+    let target = &t;
+    keep(
+        slow_start(&plan.create, |c| async move {
+            let mut first_error = None;
+            for pvc in render::nodeset_pod::pvcs(target.nodeset, c.ordinal) {
+                match claims.create(&PostParams::default(), &pvc).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 409 => {}
+                    Err(e) => {
+                        first_error.get_or_insert(Error::from(e));
+                    }
+                }
+            }
+            let pod = render::nodeset_pod::pod(
+                target.nodeset,
+                target.controller,
+                c.ordinal,
+                target.revision,
+                &ctx.cluster_domain,
+            )?;
+            match pods_api.create(&PostParams::default(), &pod).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(s)) if s.code == 409 => {}
-                Err(e) => keep(Err(e.into())),
+                Err(e) => return Err(e.into()),
             }
-        }
-        let pod = render::nodeset_pod::pod(
-            t.nodeset,
-            t.controller,
-            c.ordinal,
-            t.revision,
-            &ctx.cluster_domain,
-        );
-        let r = match pod {
-            Ok(pod) => match pods.create(&PostParams::default(), &pod).await {
-                Ok(_) => Ok(()),
-                Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-                Err(e) => Err(e.into()),
-            },
-            Err(e) => Err(e.into()),
-        };
-        keep(r);
-    }
+            first_error.map_or(Ok(()), Err)
+        })
+        .await,
+    );
 
     // DaemonSet mode: one pod per node, its claims first (named after the hostname).
     if !plan.create_daemon.is_empty() {
@@ -619,5 +651,69 @@ fn pin_by_hostname_label(pod: &mut Pod, label: &str) {
                 values: Some(vec![label.to_owned()]),
             },
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// The batches `slow_start` makes of `n` items, the item `fail` failing.
+    fn batches(n: usize, fail: Option<usize>) -> (Vec<Vec<usize>>, bool) {
+        let items: Vec<usize> = (0..n).collect();
+        let started: Mutex<Vec<(usize, usize)>> = Mutex::default();
+        let in_flight = Mutex::new(0usize);
+        let batch = Mutex::new(0usize);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let result = runtime.block_on(slow_start(&items, |i| {
+            let (started, in_flight, batch) = (&started, &in_flight, &batch);
+            async move {
+                {
+                    let mut flying = in_flight.lock().unwrap();
+                    let mut b = batch.lock().unwrap();
+                    if *flying == 0 {
+                        *b += 1;
+                    }
+                    *flying += 1;
+                    started.lock().unwrap().push((*b, *i));
+                }
+                // Every item of a batch starts before any ends.
+                tokio::task::yield_now().await;
+                *in_flight.lock().unwrap() -= 1;
+                if Some(*i) == fail {
+                    Err(Error::Unnamed)
+                } else {
+                    Ok(())
+                }
+            }
+        }));
+        let mut out: Vec<Vec<usize>> = Vec::new();
+        for (b, i) in started.into_inner().unwrap() {
+            if out.len() < b {
+                out.push(Vec::new());
+            }
+            out[b - 1].push(i);
+        }
+        (out, result.is_ok())
+    }
+
+    #[test]
+    fn creates_in_doubling_batches() {
+        let (b, ok) = batches(10, None);
+        assert!(ok);
+        assert_eq!(b, [vec![0], vec![1, 2], vec![3, 4, 5, 6], vec![7, 8, 9]]);
+        let (b, _) = batches(100, None);
+        let sizes: Vec<usize> = b.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [1, 2, 4, 8, 16, 32, 32, 5]);
+    }
+
+    #[test]
+    fn a_failed_batch_stops_the_rest() {
+        let (b, ok) = batches(10, Some(2));
+        assert!(!ok);
+        assert_eq!(b, [vec![0], vec![1, 2]], "nothing after the failed batch");
     }
 }
