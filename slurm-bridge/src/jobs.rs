@@ -779,6 +779,22 @@ pub fn sorted(names: impl IntoIterator<Item = String>) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// What a state poll says of job `id`.
+    fn status(id: u32, state: JobState) -> JobStatus {
+        let mut s = JobStatus::default();
+        s.id = id;
+        s.state = state;
+        s
+    }
+
+    /// The ids and kinds of the reads due at `at`.
+    fn reads(book: &JobBook, at: Instant) -> Vec<(u32, Read)> {
+        book.due(at)
+            .into_iter()
+            .map(|(id, _, read)| (id, read))
+            .collect()
+    }
+
     /// What a reading of a job in `state` leaves in the book.
     fn seen(state: JobState) -> Seen {
         let mut job = Job::default();
@@ -886,10 +902,7 @@ mod tests {
         };
         assert_eq!(due(&book, Instant::now()), [6, 2]);
         // A running job whose state moved is read at once; the next routine read waits.
-        let mut ended = JobStatus::default();
-        ended.id = 4;
-        ended.state = JobState::Cancelled;
-        book.states_seen(&[4], &[ended]);
+        book.states_seen(&[4], &[status(4, JobState::Cancelled)]);
         assert_eq!(due(&book, Instant::now()), [4, 6]);
         assert_eq!(due(&book, Instant::now() + ROUTINE_READ_GAP), [4, 6, 2]);
     }
@@ -914,12 +927,6 @@ mod tests {
         }
         assert_eq!(book.polled(Instant::now()).0, [1, 2, 3]);
         assert_eq!(book.running(), [4, 5]);
-        let status = |id, state| {
-            let mut s = JobStatus::default();
-            s.id = id;
-            s.state = state;
-            s
-        };
         // 1 still pending, 2 started, 3 gone from Slurm's answer, 4 still running, 5 ended.
         let moved = book.states_seen(
             &[1, 2, 3, 4, 5],
@@ -944,22 +951,14 @@ mod tests {
         let book = JobBook::default();
         book.submitted(1, vec!["ns/a".into()]);
         book.submitted(2, vec!["ns/b".into()]);
-        let status = |id, state| {
-            let mut s = JobStatus::default();
-            s.id = id;
-            s.state = state;
-            s
-        };
         book.states_seen(
             &[1, 2],
             &[status(1, JobState::Running), status(2, JobState::Cancelled)],
         );
-        let reads: Vec<(u32, Read)> = book
-            .due(Instant::now())
-            .into_iter()
-            .map(|(id, _, read)| (id, read))
-            .collect();
-        assert_eq!(reads, [(1, Read::Layout), (2, Read::Whole)]);
+        assert_eq!(
+            reads(&book, Instant::now()),
+            [(1, Read::Layout), (2, Read::Whole)]
+        );
         // A slurmrestd without the call: whole reads.
         book.inner.lock().unwrap().layouts = false;
         assert_eq!(book.due(Instant::now())[0].2, Read::Whole);
@@ -976,24 +975,13 @@ mod tests {
         };
         // 1 and 2 due for their routine reads; 3 started, 4 ended (both seen by the poll).
         (1..=4).for_each(pending);
-        let status = |id, state| {
-            let mut s = JobStatus::default();
-            s.id = id;
-            s.state = state;
-            s
-        };
         book.states_seen(
             &[3, 4],
             &[status(3, JobState::Running), status(4, JobState::Completed)],
         );
         let later = Instant::now() + Duration::from_secs(2);
-        let reads: Vec<(u32, Read)> = book
-            .due(later)
-            .into_iter()
-            .map(|(id, _, read)| (id, read))
-            .collect();
         assert_eq!(
-            reads,
+            reads(&book, later),
             [
                 (3, Read::Layout),
                 (4, Read::Whole),
