@@ -202,6 +202,43 @@ async fn run(quick: bool) {
     if let [small, large] = &all[..] {
         growth(small, large);
     }
+    // The bridge stops and the namespace goes; the hollow nodes are left as the ground made them.
+    drop(env);
+    unlabel_hollow(&kube, NODES_NEEDED).await;
+}
+
+/// Takes the external-node label and the bridge's taint off hollow-1 … hollow-`n`: the ground's
+/// own scheduler places nothing on a node the bridge tainted, and a stopped bridge leaves it.
+async fn unlabel_hollow(kube: &kube::Client, n: usize) {
+    let nodes: Api<Node> = Api::all(kube.clone());
+    let nodes = &nodes;
+    futures::stream::iter(1..=n)
+        .map(|i| async move {
+            let name = format!("hollow-{i}");
+            let node = nodes.get(&name).await?;
+            let taints: Vec<_> = node
+                .spec
+                .and_then(|s| s.taints)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|t| !slurm_bridge::taint::is_ours(t, SCHEDULER))
+                .collect();
+            let patch = serde_json::json!({
+                "metadata": {"labels": {EXTERNAL: null}},
+                "spec": {"taints": taints},
+            });
+            nodes
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map(drop)
+        })
+        .buffer_unordered(16)
+        .for_each(|r: kube::Result<()>| async move {
+            if let Err(e) = r {
+                eprintln!("cannot restore a hollow node: {e}");
+            }
+        })
+        .await;
 }
 
 /// Labels hollow-1 … hollow-`n` as Slurm external nodes.
