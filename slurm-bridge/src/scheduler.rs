@@ -291,10 +291,14 @@ impl Scheduler {
         root: Option<&RootFacts>,
         reserved: &mut BTreeSet<String>,
     ) -> Result<(), Failed> {
-        let is_bind = |a: &Action| matches!(a, Action::Bind { .. });
+        // `<ns>/<pod>` of a binding.
+        let bound = |a: &Action| match a {
+            Action::Bind { pod, .. } => Some(format!("{}/{pod}", key.namespace)),
+            _ => None,
+        };
         let mut actions = actions.into_iter().peekable();
         while let Some(action) = actions.next() {
-            if !is_bind(&action) {
+            let Some(first) = bound(&action) else {
                 match (action, root) {
                     (Action::Submit { pods }, Some(root)) => {
                         self.submit(key, members, &pods, root).await?
@@ -302,17 +306,16 @@ impl Scheduler {
                     (action, _) => self.apply(key, members, action).await?,
                 }
                 continue;
+            };
+            let mut binds = vec![(first, action)];
+            while let Some(name) = actions.peek().and_then(bound) {
+                binds.push((name, actions.next().expect("the action peeked at")));
             }
-            let mut binds = vec![action];
-            binds.extend(std::iter::from_fn(|| actions.next_if(is_bind)));
-            let results = futures::future::join_all(binds.into_iter().map(|bind| {
-                let name = match &bind {
-                    Action::Bind { pod, .. } => format!("{}/{pod}", key.namespace),
-                    _ => String::new(),
-                };
-                async move { (name, self.apply(key, members, bind).await) }
-            }))
-            .await;
+            let results =
+                futures::future::join_all(binds.into_iter().map(|(name, bind)| async move {
+                    (name, self.apply(key, members, bind).await)
+                }))
+                .await;
             let mut failed = None;
             for (name, result) in results {
                 match result {
