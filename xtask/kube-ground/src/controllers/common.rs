@@ -12,7 +12,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
-use kube::api::{Patch, PatchParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -123,16 +123,38 @@ pub fn template_hash(t: &PodTemplateSpec) -> String {
     out
 }
 
-/// Pods in `ns` that `owner_uid` controls.
-pub async fn owned_pods(client: &Client, ns: &str, owner_uid: &str) -> anyhow::Result<Vec<Pod>> {
+/// Pods in `ns` that `owner_uid` controls, among those its `selector` matches.
+pub async fn owned_pods(
+    client: &Client,
+    ns: &str,
+    owner_uid: &str,
+    selector: Option<&LabelSelector>,
+) -> anyhow::Result<Vec<Pod>> {
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     Ok(api
-        .list(&Default::default())
+        .list(&selected(selector))
         .await?
         .items
         .into_iter()
         .filter(|p| owned_by(p, owner_uid))
         .collect())
+}
+
+/// A LIST of the pods `selector`'s `matchLabels` match (an owner's pods carry its selector's
+/// labels), not of the whole namespace: a namespace of thousands of pods listed whole on every
+/// resync kept the API server busy under the scale benches.
+fn selected(selector: Option<&LabelSelector>) -> ListParams {
+    let labels: Vec<String> = selector
+        .and_then(|s| s.match_labels.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if labels.is_empty() {
+        ListParams::default()
+    } else {
+        ListParams::default().labels(&labels.join(","))
+    }
 }
 
 /// [`owned_pods`] of `owner`, after taking over the pods its `selector` matches that have no
@@ -150,7 +172,7 @@ pub async fn owned_or_adopted_pods<K: Resource<DynamicType = ()>>(
         .and_then(|s| s.match_labels.clone())
         .unwrap_or_default();
     let mut pods = Vec::new();
-    for pod in api.list(&Default::default()).await?.items {
+    for pod in api.list(&selected(selector)).await?.items {
         let orphan = !pod
             .owner_references()
             .iter()

@@ -18,8 +18,10 @@ use super::common::{self, Failed};
 pub async fn run(client: Client) -> anyhow::Result<()> {
     let services: Api<Service> = Api::all(client.clone());
     let pods: Api<Pod> = Api::all(client.clone());
-    // Any pod change may change any service's endpoints in its namespace: the services come
-    // from the controller's own cache.
+    // A pod change wakes the services of its namespace that select it (from the controller's
+    // own cache). Waking every service of the namespace made each of thousands of unrelated pod
+    // writes (the scale benches) a LIST of the namespace's pods, which kept the API server busy.
+    // A pod relabelled out of a service is dropped from it on the service's next resync.
     let controller = Controller::new(services, watcher::Config::default());
     let store = controller.store();
     controller
@@ -28,7 +30,7 @@ pub async fn run(client: Client) -> anyhow::Result<()> {
             store
                 .state()
                 .into_iter()
-                .filter(move |s| s.namespace() == ns)
+                .filter(move |s| s.namespace() == ns && selects(s, &pod))
                 .map(|s| reflector::ObjectRef::from_obj(s.as_ref()))
                 .collect::<Vec<_>>()
         })
@@ -48,6 +50,15 @@ pub async fn run(client: Client) -> anyhow::Result<()> {
         .for_each(|_| futures::future::ready(()))
         .await;
     Ok(())
+}
+
+/// Whether `svc` has a selector and `pod`'s labels match it.
+fn selects(svc: &Service, pod: &Pod) -> bool {
+    let Some(selector) = svc.spec.as_ref().and_then(|s| s.selector.as_ref()) else {
+        return false;
+    };
+    let labels = pod.labels();
+    !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
 }
 
 async fn reconcile(svc: &Service, client: &Client) -> anyhow::Result<()> {

@@ -37,7 +37,7 @@ async fn reconcile(job: Arc<Job>, client: Client) -> anyhow::Result<()> {
     let completions = spec.completions.unwrap_or(1);
     let parallelism = spec.parallelism.unwrap_or(1);
     let backoff_limit = spec.backoff_limit.unwrap_or(6);
-    let pods = common::owned_pods(&client, &ns, &uid).await?;
+    let pods = common::owned_pods(&client, &ns, &uid, spec.selector.as_ref()).await?;
     let succeeded = pods
         .iter()
         .filter(|p| common::phase(p) == "Succeeded")

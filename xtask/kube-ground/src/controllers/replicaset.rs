@@ -23,7 +23,7 @@ async fn reconcile(rs: Arc<ReplicaSet>, client: Client) -> anyhow::Result<()> {
     let uid = rs.uid().unwrap_or_default();
     let spec = rs.spec.clone().unwrap_or_default();
     let want = spec.replicas.unwrap_or(1).max(0) as usize;
-    let mut pods: Vec<Pod> = common::owned_pods(&client, &ns, &uid)
+    let mut pods: Vec<Pod> = common::owned_pods(&client, &ns, &uid, Some(&spec.selector))
         .await?
         .into_iter()
         .filter(common::active)
