@@ -26,7 +26,7 @@ mod common;
 #[path = "common/figures.rs"]
 mod figures;
 
-use figures::{ms, percentile, rest_bytes};
+use figures::{field_values, ms, percentile, rest_bytes};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use common::{IMAGE, SCHEDULER, TestEnv, eventually, ground, install_crd, slurm_nodes};
 use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::ResourceExt as _;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
@@ -148,6 +148,12 @@ struct Figures {
     floor_secs: f64,
     bound_latency: Vec<Duration>,
     running_to_bound: Vec<Duration>,
+    /// From the bridge's log: from its sighting of each pod's job start to the pod bound, and
+    /// its binding requests.
+    start_seen_to_bound: Vec<Duration>,
+    bind_requests: Vec<Duration>,
+    /// The API server's write latency beside the waves (see [`probe_writes`]).
+    probe_writes: Vec<Duration>,
     bound_secs: f64,
     /// The bridge over the bridge's waves.
     cpu_secs: f64,
@@ -182,7 +188,7 @@ async fn run(quick: bool) {
         // A fresh bridge per stage: its peak RSS and CPU are the stage's.
         env.start_bridge_logging(
             "exclusive: false\n",
-            "info,slurm_client::transport=debug,kube_client::client::builder=debug",
+            "info,slurm_bridge::jobs=debug,slurm_client::transport=debug,kube_client::client::builder=debug",
         );
         let started = Instant::now();
         wait_slurm_nodes(&slurm, stage.nodes).await;
@@ -406,6 +412,7 @@ async fn bridge(
     let (requests_before, bytes_before) = (api_requests(&log_before), rest_bytes(&log_before));
     drop(log_before);
     let mut created = Vec::new();
+    let probe = probe_writes(kube.clone(), &env.ns.name);
     for (w, &n) in stage.waves.iter().enumerate() {
         let tag = format!("s{index}w{w}");
         let names = create_wave(pods, &groups, seen, &tag, n).await;
@@ -450,7 +457,16 @@ async fn bridge(
         f.bound_latency.extend(bound);
         f.running_to_bound.extend(from_running);
     }
+    probe.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    f.probe_writes = probe.task.await.expect("the write probe ends");
     let log = env.bridge_log();
+    let millis = |field| {
+        field_values(&log, ": bound ", field)
+            .map(Duration::from_millis)
+            .collect()
+    };
+    f.start_seen_to_bound = millis("after_start_ms");
+    f.bind_requests = millis("bind_ms");
     f.requests = api_requests(&log) - requests_before;
     f.rest_bytes = rest_bytes(&log) - bytes_before;
     f.cpu_secs = cpu_secs(pid) - cpu_before;
@@ -463,6 +479,46 @@ async fn bridge(
         delete_all(pods, &groups).await;
         idle(slurm).await;
     }
+}
+
+/// A task that writes one ConfigMap of namespace `ns` every [`PROBE_EVERY`] until stopped, and
+/// returns how long each write took: the API server's own latency under the bridge's load, the
+/// floor under any binding's.
+struct Probe {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<Vec<Duration>>,
+}
+
+const PROBE_EVERY: Duration = Duration::from_millis(100);
+
+fn probe_writes(kube: kube::Client, ns: &str) -> Probe {
+    let api: Api<ConfigMap> = Api::namespaced(kube, ns);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    let task = tokio::spawn(async move {
+        let params = PatchParams::apply("scale-bench").force();
+        let mut took = Vec::new();
+        let mut n = 0u64;
+        while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            n += 1;
+            let cm = serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "scale-probe"},
+                "data": {"n": n.to_string()}
+            });
+            let sent = Instant::now();
+            if api
+                .patch("scale-probe", &params, &Patch::Apply(&cm))
+                .await
+                .is_ok()
+            {
+                took.push(sent.elapsed());
+            }
+            tokio::time::sleep(PROBE_EVERY).await;
+        }
+        took
+    });
+    Probe { stop, task }
 }
 
 /// The namespace's PodGroups.
@@ -711,6 +767,22 @@ fn report(f: &Figures) {
         ms(percentile(&f.running_to_bound, 50.0)),
         ms(p99),
         met(p99 < Duration::from_millis(250))
+    );
+    println!(
+        "  bridge start seen→bound p50 {:>8}  p99 {:>8}  (from the bridge's log: its own sighting of the job's start)",
+        ms(percentile(&f.start_seen_to_bound, 50.0)),
+        ms(percentile(&f.start_seen_to_bound, 99.0)),
+    );
+    println!(
+        "  bridge binding request  p50 {:>8}  p99 {:>8}",
+        ms(percentile(&f.bind_requests, 50.0)),
+        ms(percentile(&f.bind_requests, 99.0)),
+    );
+    println!(
+        "  API server probe write  p50 {:>8}  p99 {:>8}  (a ConfigMap applied every {} ms beside the waves)",
+        ms(percentile(&f.probe_writes, 50.0)),
+        ms(percentile(&f.probe_writes, 99.0)),
+        PROBE_EVERY.as_millis()
     );
     println!(
         "  rate: bridge / floor {ratio:.2} (goal ≥ 0.9: {})",

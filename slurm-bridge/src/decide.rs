@@ -154,6 +154,8 @@ pub enum Action {
         pod: String,
         /// The Kubernetes node.
         node: String,
+        /// The job whose allocation holds the node.
+        job_id: u32,
     },
     /// Take the pods' job away from them (their `slurm-jobid` label), then cancel it, so that
     /// they are submitted again: Slurm started the job on a node where Kubernetes would not
@@ -501,6 +503,7 @@ fn bind_with_volumes(actions: &mut Vec<Action>, id: u32, p: &PodView, node: &str
             actions.push(Action::Bind {
                 pod: p.name.clone(),
                 node: node.to_owned(),
+                job_id: id,
             });
             return;
         }

@@ -10,19 +10,21 @@
 //! bytes a job, 100 jobs a request). Jobs that may start (pending ones) are polled every 25 ms
 //! while one was submitted less than 5 s ago (Slurm starts most jobs on its next scheduling
 //! pass, within a second of their submission), else every 100 ms; at least a quarter
-//! millisecond per job. Running jobs, whose next change is their end, are polled apart, every follow period (at
-//! least a millisecond per job): when thousands of pods run, the polls that notice a start stay
-//! as short as the pending jobs are few (with one poll for all, 5,000 running jobs made it one
-//! poll every 5 s, and a started job waited that long for its pod's binding). A job whose state
-//! moved is read at once: a pending job that started, by its resource layout
-//! (`GET …/resources/{id}`, REST v0.0.44+: its nodes in 1 KiB, against 10 KiB for the whole
-//! job, which matters when a scheduling pass starts many jobs at once), any other whole (for its
-//! nodes, its reason); these reads go first. Besides that, a pending job is read whole a follow
-//! period after the last read, twice as long after each read that found nothing changed, up to
-//! 16 periods (a new pending reason shows that late at worst: a burst of jobs waiting for a
-//! backfill pass must not flood slurmrestd), a running one every ten periods (the nodes of a
-//! running job change only when an admin shrinks it), but no more than one such routine read a
-//! tick, so that thousands of running jobs neither flood slurmrestd nor hold up the reads that
+//! millisecond per job. Running jobs, whose next change is their end, are polled apart, every
+//! follow period (at least a millisecond per job): when thousands of pods run, the polls that
+//! notice a start stay as short as the pending jobs are few (with one poll for all, 5,000
+//! running jobs made it one poll every 5 s, and a started job waited that long for its pod's
+//! binding). Both polls run apart from the reads, so that no round of reads holds up the poll
+//! that sees the next start. A job whose state moved is read at once: a pending job that
+//! started, by its resource layout (`GET …/resources/{id}`, REST v0.0.44+: its nodes in 1 KiB,
+//! against 10 KiB for the whole job, which matters when a scheduling pass starts many jobs at
+//! once), any other whole (for its nodes, its reason); these reads go first. Besides that, a
+//! pending job is read whole a follow period after the last read, twice as long after each read
+//! that found nothing changed, up to 16 periods (a new pending reason shows that late at worst:
+//! a burst of jobs waiting for a backfill pass must not flood slurmrestd), a running one every
+//! ten periods (the nodes of a running job change only when an admin shrinks it), but no more
+//! than one such routine read a tick, and no more than eight routine reads in a round, so that
+//! thousands of running or pending jobs neither flood slurmrestd nor hold up the reads that
 //! matter.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -56,6 +58,8 @@ pub struct Entry {
     whole: bool,
     /// Whole reads in a row of this pending job that found nothing changed.
     quiet_reads: u32,
+    /// When the bridge first saw the job running (a poll or a read).
+    start_seen: Option<Instant>,
 }
 
 /// The follower's first read of a job its caller has just read itself.
@@ -75,6 +79,9 @@ const FRESH_POLL: Duration = Duration::from_millis(25);
 const FRESH_FOR: Duration = Duration::from_secs(5);
 /// How often the states are polled otherwise.
 const STATE_POLL: Duration = Duration::from_millis(100);
+/// The most routine whole reads (of jobs whose state did not move) in one round of reads: a
+/// round of a burst's hundred pending jobs held up the reads of jobs that had started.
+const ROUTINE_READS_A_ROUND: usize = 8;
 /// The least time between two routine whole reads of running jobs (10 a second at most: at
 /// 500 running jobs, one each ten periods made 50 reads of 10 KiB a second).
 const ROUTINE_READ_GAP: Duration = Duration::from_millis(100);
@@ -99,6 +106,7 @@ impl Entry {
             polled: None,
             moved: false,
             quiet_reads: 0,
+            start_seen: None,
         }
     }
 }
@@ -219,6 +227,16 @@ impl JobBook {
         inner.jobs.insert(id, entry);
     }
 
+    /// When the bridge first saw job `id` running.
+    pub fn start_seen(&self, id: u32) -> Option<Instant> {
+        self.inner
+            .lock()
+            .expect("not poisoned")
+            .jobs
+            .get(&id)?
+            .start_seen
+    }
+
     /// Starts following a job a pod names that the book does not know (read on the next poll).
     pub fn track(&self, id: u32) {
         self.inner
@@ -294,7 +312,13 @@ impl JobBook {
             inner.next_routine = Some(now + ROUTINE_READ_GAP);
         }
         due.sort_by_key(|(rank, id, _, _)| (*rank, *id));
+        // The reads that can bind pods all; routine ones a round's worth, the rest later.
+        let mut routine = 0;
         due.into_iter()
+            .filter(|(rank, ..)| {
+                routine += usize::from(*rank > 1);
+                *rank <= 1 || routine <= ROUTINE_READS_A_ROUND
+            })
             .map(|(_, id, pods, read)| (id, pods, read))
             .collect()
     }
@@ -357,6 +381,9 @@ impl JobBook {
                 entry.next_read = now;
                 entry.polled = answered.get(id).map(|s| (*s).clone());
                 entry.moved = true;
+                if entry.polled == Some(JobState::Running) {
+                    entry.start_seen.get_or_insert(now);
+                }
                 moved += 1;
             }
         }
@@ -482,6 +509,9 @@ impl JobBook {
         }
         let changed = !same(&entry.seen, &seen);
         let pending = matches!(&seen, Seen::Job(job) if job.state == JobState::Pending);
+        if matches!(&seen, Seen::Job(job) if job.state == JobState::Running) {
+            entry.start_seen.get_or_insert_with(Instant::now);
+        }
         entry.quiet_reads = if pending && !changed && entry.whole {
             entry.quiet_reads + 1
         } else {
@@ -531,6 +561,14 @@ impl JobBook {
         entry.polled = None;
         entry.moved = false;
         entry.next_read = Instant::now() + period;
+        let after_start = entry
+            .start_seen
+            .map(|seen| seen.elapsed().as_millis() as u64);
+        tracing::debug!(
+            job = id,
+            after_start_ms = after_start,
+            "read the started job's nodes"
+        );
         Ok(changed)
     }
 }
@@ -594,9 +632,41 @@ pub async fn follow(
     metrics: Arc<crate::metrics::Metrics>,
 ) {
     book.inner.lock().expect("not poisoned").period = every;
+    let moved = tokio::sync::Notify::new();
     tokio::select! {
-        () = follow_due(&book, &client, every, changed, &metrics) => {}
-        () = poll_running(&book, &client, every, &metrics) => {}
+        () = follow_due(&book, &client, every, changed, &metrics, &moved) => {}
+        () = poll_pending(&book, &client, every, &metrics, &moved) => {}
+        () = poll_running(&book, &client, every, &metrics, &moved) => {}
+    }
+}
+
+/// Polls the states of the jobs that may start (see [`state_poll_period`]) and wakes the
+/// reader when one moved. Apart from the reads: a round of reads held up the next poll, so a
+/// start was seen that much later (up to a second at scale).
+async fn poll_pending(
+    book: &JobBook,
+    client: &Client,
+    every: Duration,
+    metrics: &crate::metrics::Metrics,
+    moved: &tokio::sync::Notify,
+) {
+    loop {
+        let (polled, fresh) = book.polled(Instant::now());
+        let wait = if polled.is_empty() {
+            FRESH_POLL.min(every)
+        } else {
+            match poll_states(book, client, &polled, metrics).await {
+                Some(n) => {
+                    if n > 0 {
+                        moved.notify_one();
+                    }
+                    state_poll_period(polled.len(), fresh)
+                }
+                // slurmrestd away: a whole period, as a failed read waits.
+                None => every,
+            }
+        };
+        tokio::time::sleep(wait).await;
     }
 }
 
@@ -607,41 +677,33 @@ async fn poll_running(
     client: &Client,
     every: Duration,
     metrics: &crate::metrics::Metrics,
+    moved: &tokio::sync::Notify,
 ) {
     loop {
         let running = book.running();
-        if !running.is_empty() {
-            poll_states(book, client, &running, metrics).await;
+        if !running.is_empty() && poll_states(book, client, &running, metrics).await > Some(0) {
+            moved.notify_one();
         }
         tokio::time::sleep(every.max(Duration::from_millis(running.len() as u64))).await;
     }
 }
 
-/// The state polls of the jobs that may start, and the reads of the due jobs.
+/// The reads of the due jobs: each tick, and at once when a poll saw a job move.
 async fn follow_due(
     book: &JobBook,
     client: &Client,
     every: Duration,
     changed: mpsc::UnboundedSender<Vec<String>>,
     metrics: &crate::metrics::Metrics,
+    moved: &tokio::sync::Notify,
 ) {
     let mut tick = tokio::time::interval(FRESH_POLL.min(every));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tidied = Instant::now();
-    let mut next_state_poll = Instant::now();
     loop {
-        tick.tick().await;
-        if Instant::now() >= next_state_poll {
-            let (polled, fresh) = book.polled(Instant::now());
-            if !polled.is_empty() {
-                // A failed poll (slurmrestd away) waits a whole period, as a failed read does.
-                next_state_poll = Instant::now()
-                    + if poll_states(book, client, &polled, metrics).await {
-                        state_poll_period(polled.len(), fresh)
-                    } else {
-                        every
-                    };
-            }
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = moved.notified() => {}
         }
         let due = book.due(Instant::now());
         // Each answer is acted on as it arrives, not when the slowest of the tick's reads is in.
@@ -692,14 +754,14 @@ async fn follow_due(
 const STATES_PER_REQUEST: usize = 100;
 
 /// Asks Slurm for the states of the `polled` jobs and makes those that moved due for a read;
-/// returns whether Slurm answered. After a failure every one of them is read whole within a
-/// period instead, until a poll answers again.
+/// returns how many moved, `None` when Slurm did not answer. After a failure every one of them
+/// is read whole within a period instead, until a poll answers again.
 async fn poll_states(
     book: &JobBook,
     client: &Client,
     polled: &[u32],
     metrics: &crate::metrics::Metrics,
-) -> bool {
+) -> Option<usize> {
     // A few requests at once: a burst's 500 pending jobs are five of them, and a start is seen
     // when the poll ends.
     let chunks: Vec<Vec<u32>> = polled
@@ -715,20 +777,21 @@ async fn poll_states(
             }
         })
         .buffer_unordered(STATE_REQUESTS_AT_ONCE);
+    let mut moved = 0;
     while let Some((chunk, result)) = answers.next().await {
         metrics.slurm_call("job_states", result.as_ref().err());
         match result {
             Ok(states) => {
-                book.states_seen(&chunk, &states.value);
+                moved += book.states_seen(&chunk, &states.value);
             }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the jobs' states; reading them one by one each period");
                 book.read_within(polled, book.period());
-                return false;
+                return None;
             }
         }
     }
-    true
+    Some(moved)
 }
 
 /// How many state requests of one poll are sent at once.
@@ -988,6 +1051,29 @@ mod tests {
                 (1, Read::Whole),
                 (2, Read::Whole)
             ]
+        );
+    }
+
+    #[test]
+    fn a_round_reads_every_started_job_but_a_few_routine_ones() {
+        let book = JobBook::default();
+        let ids: Vec<u32> = (1..=20).collect();
+        for &id in &ids {
+            let mut job = Job::default();
+            job.id = id;
+            job.state = JobState::Pending;
+            book.insert(id, vec![], Seen::Job(Box::new(job)));
+        }
+        let started: Vec<JobStatus> = (11..=20).map(|id| status(id, JobState::Running)).collect();
+        book.states_seen(&ids[10..], &started);
+        let round = reads(&book, Instant::now() + Duration::from_secs(2));
+        let layouts = round.iter().filter(|(_, r)| *r == Read::Layout).count();
+        assert_eq!(layouts, 10, "every started job: {round:?}");
+        assert_eq!(round.len(), 10 + ROUTINE_READS_A_ROUND, "{round:?}");
+        assert_eq!(
+            round[10],
+            (1, Read::Whole),
+            "routine reads after, oldest id first"
         );
     }
 

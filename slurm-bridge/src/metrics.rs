@@ -42,6 +42,7 @@ pub struct Metrics {
     jobs: Family<State, Gauge>,
     waiting: Family<State, Gauge>,
     bind_seconds: Histogram,
+    start_to_bind_seconds: Histogram,
     known_states: Mutex<Vec<String>>,
 }
 
@@ -87,6 +88,13 @@ impl Default for Metrics {
             "Time from a pod's creation to its binding",
             bind_seconds.clone(),
         );
+        let start_to_bind_seconds =
+            Histogram::new([0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]);
+        registry.register(
+            "pod_bind_after_job_start_seconds",
+            "Time from the bridge seeing a pod's Slurm job start to the pod's binding",
+            start_to_bind_seconds.clone(),
+        );
         Metrics {
             registry,
             slurm_calls,
@@ -96,6 +104,7 @@ impl Default for Metrics {
             jobs,
             waiting,
             bind_seconds,
+            start_to_bind_seconds,
             known_states: Mutex::default(),
         }
     }
@@ -138,6 +147,11 @@ impl Metrics {
     /// A pod bound `seconds` after its creation.
     pub fn bound_after(&self, seconds: f64) {
         self.bind_seconds.observe(seconds);
+    }
+
+    /// A pod bound `seconds` after the bridge saw its job start.
+    pub fn bound_after_start(&self, seconds: f64) {
+        self.start_to_bind_seconds.observe(seconds);
     }
 
     /// The jobs by state (states not listed go to 0).

@@ -429,7 +429,7 @@ impl Scheduler {
         let binds: Vec<(&Pod, &str)> = actions
             .iter()
             .filter_map(|a| match a {
-                Action::Bind { pod, node } => {
+                Action::Bind { pod, node, .. } => {
                     let pod = members.iter().find(|p| p.name_any() == *pod)?;
                     Some((&**pod, node.as_str()))
                 }
@@ -601,6 +601,9 @@ impl Scheduler {
                 pods::label(&self.client, &pod, job_id)
                     .await
                     .map_err(kube_failed("label"))?;
+                if let Some(uid) = pod.uid() {
+                    self.assumed.labelled(&uid, job_id, Instant::now());
+                }
                 self.metrics.action("label", None);
             }
             Action::SelectNode {
@@ -629,12 +632,34 @@ impl Scheduler {
                     );
                 }
             }
-            Action::Bind { pod: name, node } => {
+            Action::Bind {
+                pod: name,
+                node,
+                job_id,
+            } => {
+                let sent = Instant::now();
                 pods::bind(&self.client, ns, &name, &node)
                     .await
                     .map_err(kube_failed("bind"))?;
+                let bound = Instant::now();
                 self.metrics.action("bind", None);
-                tracing::info!(pod = %format!("{ns}/{name}"), %node, "bound");
+                // From the moment this bridge saw the job start: the part of the pod's wait
+                // that is the bridge's (and the API server's), not Slurm's.
+                let after_start = self
+                    .book
+                    .start_seen(job_id)
+                    .map(|seen| bound.saturating_duration_since(seen.into_std()));
+                if let Some(after) = after_start {
+                    self.metrics.bound_after_start(after.as_secs_f64());
+                }
+                tracing::info!(
+                    pod = %format!("{ns}/{name}"),
+                    %node,
+                    job = job_id,
+                    after_start_ms = after_start.map(|d| d.as_millis() as u64),
+                    bind_ms = (bound - sent).as_millis() as u64,
+                    "bound"
+                );
                 if let Some(p) = pod(&name) {
                     if let Some(uid) = p.uid() {
                         self.assumed.bound(&uid, &node, Instant::now());
@@ -643,17 +668,12 @@ impl Scheduler {
                         let age = jiff::Timestamp::now().duration_since(created.0);
                         self.metrics.bound_after(age.as_secs_f64().max(0.0));
                     }
-                    let job = p
-                        .labels()
-                        .get(keys::JOB_ID_LABEL)
-                        .cloned()
-                        .unwrap_or_default();
                     self.event(
                         &*p,
                         false,
                         "Scheduled",
                         "Bind",
-                        format!("Slurm job {job} placed the pod on {node}"),
+                        format!("Slurm job {job_id} placed the pod on {node}"),
                     );
                 }
             }
@@ -670,6 +690,9 @@ impl Scheduler {
                     pods::unlabel(&self.client, ns, name)
                         .await
                         .map_err(kube_failed("refit"))?;
+                    if let Some(uid) = pod(name).and_then(|p| p.uid()) {
+                        self.assumed.forget_label(&uid);
+                    }
                 }
                 // Not cancelled: the next pass finds the job by its admin_comment, labels the
                 // pods again and tries the refit again.
@@ -837,25 +860,21 @@ impl Scheduler {
         let pod_names = jobs::sorted(pods.iter().map(|p| pod_name(p)));
         self.book.submitted(id, pod_names);
         // The pods' link to the job, and their finalizer. The workload's next pass (a binding)
-        // comes after this one, so after the labels are written.
-        futures::future::try_join_all(
-            pods.iter()
-                .map(|p| async move { pods::label(&self.client, p, id).await }),
-        )
+        // comes after this one, so after the labels are written. No event: the label names the
+        // job, and the binding's event does again (as kube-scheduler, one event a pod placed; a
+        // `Submitted` event a pod was a fifth of the bridge's writes at scale).
+        futures::future::try_join_all(pods.iter().map(|p| async move {
+            pods::label(&self.client, p, id).await?;
+            if let Some(uid) = p.uid() {
+                self.assumed.labelled(&uid, id, Instant::now());
+            }
+            Ok::<_, kube::Error>(())
+        }))
         .await
         .map_err(|e| Failed {
             action: "label",
             message: e.to_string(),
         })?;
-        for p in &pods {
-            self.event(
-                *p,
-                false,
-                "Submitted",
-                "Submit",
-                format!("Slurm job {id} stands for this pod"),
-            );
-        }
         Ok(())
     }
 
@@ -929,14 +948,21 @@ impl Scheduler {
             .set_waiting(&counts.into_iter().collect::<Vec<_>>());
     }
 
-    /// `view` of `pod`, bound to the node this bridge bound it to if the store does not show
-    /// that binding yet.
+    /// `view` of `pod`, bound to the node this bridge bound it to and labelled with the job it
+    /// labelled it with, where the store does not show those writes yet.
     fn assume(&self, mut view: PodView, pod: &Pod) -> PodView {
         let Some(uid) = pod.uid() else { return view };
+        let now = Instant::now();
         if view.bound_node.is_some() {
             self.assumed.forget(&uid);
         } else {
-            view.bound_node = self.assumed.node_of(&uid, Instant::now());
+            view.bound_node = self.assumed.node_of(&uid, now);
+        }
+        if view.job_id.is_some() {
+            self.assumed.forget_label(&uid);
+        } else if let Some(job) = self.assumed.job_of(&uid, now) {
+            view.job_id = Some(job);
+            view.finalizer = true;
         }
         view
     }

@@ -4,14 +4,23 @@ use std::time::Duration;
 
 /// The total of `bytes=` over the client's "slurmrestd answered" debug lines.
 pub fn rest_bytes(log: &str) -> u64 {
+    field_values(log, "slurmrestd answered", "bytes").sum()
+}
+
+/// The values of numeric field `field` on the log lines with `message`.
+pub fn field_values<'a>(
+    log: &'a str,
+    message: &'a str,
+    field: &'a str,
+) -> impl Iterator<Item = u64> + 'a {
+    let key = format!("{field}=");
     log.lines()
-        .filter(|l| l.contains("slurmrestd answered"))
-        .filter_map(|l| {
-            let rest = &l[l.find("bytes=")? + "bytes=".len()..];
+        .filter(move |l| l.contains(message))
+        .filter_map(move |l| {
+            let rest = &l[l.find(&key)? + key.len()..];
             let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
             digits.parse::<u64>().ok()
         })
-        .sum()
 }
 
 /// The `p`th percentile (nearest rank) of `samples`; zero without samples.

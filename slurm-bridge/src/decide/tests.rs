@@ -64,7 +64,7 @@ fn kinds(actions: &[Action]) -> Vec<String> {
             Action::SelectNode { pod, node, claims } => {
                 format!("select {pod} {node} {}", claims.join(","))
             }
-            Action::Bind { pod, node } => format!("bind {pod} {node}"),
+            Action::Bind { pod, node, .. } => format!("bind {pod} {node}"),
             Action::Refit {
                 job_id, pods, node, ..
             } => format!("refit {job_id} {} {node}", pods.join(",")),
