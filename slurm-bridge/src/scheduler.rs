@@ -958,11 +958,15 @@ impl Scheduler {
         } else {
             view.bound_node = self.assumed.node_of(&uid, now);
         }
-        if view.job_id.is_some() {
-            self.assumed.forget_label(&uid);
-        } else if let Some(job) = self.assumed.job_of(&uid, now) {
-            view.job_id = Some(job);
-            view.finalizer = true;
+        // The label written last wins over an older one the store still shows (a refit's
+        // next job).
+        match (view.job_id, self.assumed.job_of(&uid, now)) {
+            (Some(shown), Some(written)) if shown == written => self.assumed.forget_label(&uid),
+            (_, Some(written)) => {
+                view.job_id = Some(written);
+                view.finalizer = true;
+            }
+            _ => {}
         }
         view
     }

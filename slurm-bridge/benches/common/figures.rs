@@ -4,23 +4,18 @@ use std::time::Duration;
 
 /// The total of `bytes=` over the client's "slurmrestd answered" debug lines.
 pub fn rest_bytes(log: &str) -> u64 {
-    field_values(log, "slurmrestd answered", "bytes").sum()
+    log.lines()
+        .filter(|l| l.contains("slurmrestd answered"))
+        .filter_map(|l| field(l, "bytes"))
+        .sum()
 }
 
-/// The values of numeric field `field` on the log lines with `message`.
-pub fn field_values<'a>(
-    log: &'a str,
-    message: &'a str,
-    field: &'a str,
-) -> impl Iterator<Item = u64> + 'a {
-    let key = format!("{field}=");
-    log.lines()
-        .filter(move |l| l.contains(message))
-        .filter_map(move |l| {
-            let rest = &l[l.find(&key)? + key.len()..];
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse::<u64>().ok()
-        })
+/// The value of numeric field `name` of a log line.
+pub fn field(line: &str, name: &str) -> Option<u64> {
+    let key = format!("{name}=");
+    let rest = &line[line.find(&key)? + key.len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// The `p`th percentile (nearest rank) of `samples`; zero without samples.
