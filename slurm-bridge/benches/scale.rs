@@ -6,7 +6,8 @@
 //! - per stage, **the floor**: the bridge's placeholder jobs (1 CPU and 1 GiB per pod, gangs of
 //!   8 as one 8-node job) submitted straight through `slurm_client` in waves, 8 at a time, their
 //!   states polled every 25 ms: submit → RUNNING and pods' worth started per second;
-//! - then **the bridge**: the same waves as pods (gangs as coscheduling PodGroups of 8), created
+//! - then **the bridge**: the same waves as pods (gangs as coscheduling PodGroups of 8; each pod
+//!   tolerating the bridge's node taint, as the bridge's webhook makes them), created
 //!   8 at a time and kept until the stage ends (so the last wave meets every pod of the stage in
 //!   the bridge's stores): create → bound, Slurm RUNNING → bound (the pods' jobs polled every
 //!   25 ms), pods bound per second; the bridge's CPU seconds and peak RSS (`/proc`), and from its
@@ -47,6 +48,7 @@ const UP: &str = "cargo xtask kube down; cargo xtask kube up --nodes 1 --hollow-
                   --hollow-allocatable cpu=16,memory=64Gi,pods=110 --hollow-taint";
 /// `--hollow-taint`'s key: keeps the ground's scheduler from putting Slurm's pods there.
 const HOLLOW_TAINT: &str = "kube-ground.slurm-rs.dev/hollow";
+const MANAGED_TAINT: &str = "slinky.slurm.net/managed-node";
 const NODES_NEEDED: usize = 500;
 const LIMIT: Duration = Duration::from_secs(300);
 const PARTITION: &str = "slurm-bridge";
@@ -580,8 +582,12 @@ async fn create_pod(pods: &Api<Pod>, seen: &Seen, name: &str, group: Option<&str
         "spec": {
             "schedulerName": SCHEDULER,
             "terminationGracePeriodSeconds": 0,
-            // Only the bench's pods go to the hollow nodes (Slurm's pods need containers).
-            "tolerations": [{"key": HOLLOW_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
+            // Only the bench's pods go to the hollow nodes (Slurm's pods need containers); the
+            // bridge's own node taint tolerated as its webhook (on in its chart) makes pods.
+            "tolerations": [
+                {"key": HOLLOW_TAINT, "operator": "Exists", "effect": "NoSchedule"},
+                {"key": MANAGED_TAINT, "operator": "Equal", "value": SCHEDULER, "effect": "NoExecute"}
+            ],
             "containers": [{
                 "name": "main",
                 "image": IMAGE,

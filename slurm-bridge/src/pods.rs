@@ -54,6 +54,12 @@ pub async fn unlabel(client: &Client, namespace: &str, pod: &str) -> kube::Resul
     }
 }
 
+/// Whether the pod lacks the toleration of its scheduler's node taint (it must have it before it
+/// is bound: the taint is `NoExecute`).
+pub fn needs_toleration(pod: &Pod) -> bool {
+    with_toleration(pod).is_some()
+}
+
 /// The pod's tolerations with the one of its scheduler's node taint, or `None` if it has it.
 fn with_toleration(pod: &Pod) -> Option<Vec<Toleration>> {
     let spec = pod.spec.as_ref()?;
@@ -201,5 +207,7 @@ mod tests {
         let everything =
             pod("spec: {schedulerName: b1, containers: [], tolerations: [{operator: Exists}]}\n");
         assert_eq!(with_toleration(&everything), None);
+        assert!(needs_toleration(&bare));
+        assert!(!needs_toleration(&mutated) && !needs_toleration(&everything));
     }
 }

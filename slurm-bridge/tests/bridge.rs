@@ -11,7 +11,7 @@ use crate::common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use common::{IMAGE, SCHEDULER, TestEnv, eventually, external_nodes, ground, pod};
+use common::{IMAGE, MANAGED_NODE, SCHEDULER, TestEnv, eventually, external_nodes, ground, pod};
 use slurm_client::{JobQuery, JobState};
 
 /// SIGKILLs and restarts the bridge as soon as it logs `step` for a storm pod (or after 20 s).
@@ -154,6 +154,54 @@ async fn slurm_places_pods() {
     })
     .await;
 
+    // A pod that tolerates the bridge's node taint already, as its webhook makes pods: bound
+    // without waiting for its job label, which follows with the finalizer; no second toleration.
+    env.apply(&format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: tolerating
+spec:
+  schedulerName: {SCHEDULER}
+  terminationGracePeriodSeconds: 1
+  tolerations:
+  - {{key: {MANAGED_NODE}, operator: Equal, value: {SCHEDULER}, effect: NoExecute}}
+  containers:
+  - name: main
+    image: {IMAGE}
+    command: [sleep, "3600"]
+    resources:
+      requests: {{cpu: "1", memory: 64Mi}}
+"#
+    ));
+    env.wait_for(
+        "pod/tolerating",
+        "{.status.phase}",
+        Duration::from_secs(60),
+        |p| p == "Running",
+    );
+    env.wait_for(
+        "pod/tolerating",
+        "{.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid}",
+        Duration::from_secs(30),
+        |job| job.parse::<u32>().is_ok(),
+    );
+    env.wait_for(
+        "pod/tolerating",
+        "{.metadata.finalizers}",
+        Duration::from_secs(30),
+        |f| f.contains("scheduler.slinky.slurm.net/finalizer"),
+    );
+    assert_eq!(
+        env.get(
+            "pod/tolerating",
+            &format!("{{.spec.tolerations[?(@.key==\"{MANAGED_NODE}\")].effect}}")
+        ),
+        "NoExecute",
+        "one toleration of the bridge's taint"
+    );
+    env.ground_delete("pod/tolerating");
+
     // GPUs (the ground's nodes have 2 each, `nvidia.com/gpu`): the external nodes are
     // registered with them (Gres=gpu:2), a 2-GPU pod and a 1-GPU pod take two nodes, and a
     // second 1-GPU pod packs beside the first.
@@ -226,25 +274,26 @@ async fn slurm_places_pods() {
         added.elapsed().as_secs_f64()
     );
 
-    // /metrics: each bound pod counted once (hello, the GPU pods, fit), and nothing failed.
+    // /metrics: each bound pod counted once (hello, tolerating, the GPU pods, fit), and nothing
+    // failed.
     let scraped = env.metrics();
     let bound = |m: &common::Metrics| {
         m.sum("slurm_bridge_actions_total", &[("operation", "bind")])
             - m.sum("slurm_bridge_action_errors_total", &[("operation", "bind")])
     };
-    assert_eq!(bound(&scraped), 5.0, "{}", scraped.0);
+    assert_eq!(bound(&scraped), 6.0, "{}", scraped.0);
     assert_eq!(
         scraped.sum("slurm_bridge_actions_total", &[("operation", "submit")]),
-        5.0,
+        6.0,
         "{}",
         scraped.0
     );
-    assert_eq!(
-        scraped.sum("slurm_bridge_pod_bind_seconds_count", &[]),
-        5.0,
-        "{}",
-        scraped.0
-    );
+    for histogram in [
+        "slurm_bridge_pod_bind_seconds_count",
+        "slurm_bridge_pod_bind_after_job_start_seconds_count",
+    ] {
+        assert_eq!(scraped.sum(histogram, &[]), 6.0, "{}", scraped.0);
+    }
     assert_eq!(
         scraped.sum("slurm_bridge_action_errors_total", &[]),
         0.0,
