@@ -901,8 +901,17 @@ async fn kubectl_logs_reads_tails_and_follows_a_container_and_attach_streams_it(
         "echo one; sleep 0.1; echo two >&2; sleep 0.1; echo three; i=0; while true; do echo tick $i; i=$((i+1)); sleep 1; done",
     )
     .await;
-    let (code, out, err) = kubectl_run(&["logs", "-n", &ns, "talker"], None);
-    assert_eq!(code, 0, "{err}");
+    // Running means started: the first tick comes 0.2 s later (a clean clone's CI read the
+    // logs before "three").
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let out = loop {
+        let (code, out, err) = kubectl_run(&["logs", "-n", &ns, "talker"], None);
+        assert_eq!(code, 0, "{err}");
+        if out.contains("tick 0\n") || std::time::Instant::now() > deadline {
+            break out;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     assert!(out.starts_with("one\ntwo\nthree\ntick 0\n"), "{out}");
     let (_, tail, err) = kubectl_run(&["logs", "-n", &ns, "talker", "--tail=1"], None);
     assert_eq!(tail.lines().count(), 1, "{tail}{err}");
