@@ -511,6 +511,9 @@ impl JobBook {
         let pending = matches!(&seen, Seen::Job(job) if job.state == JobState::Pending);
         if matches!(&seen, Seen::Job(job) if job.state == JobState::Running) {
             entry.start_seen.get_or_insert_with(Instant::now);
+        } else if pending {
+            // Requeued: its next start is another.
+            entry.start_seen = None;
         }
         entry.quiet_reads = if pending && !changed && entry.whole {
             entry.quiet_reads + 1
@@ -1052,6 +1055,17 @@ mod tests {
                 (2, Read::Whole)
             ]
         );
+    }
+
+    #[test]
+    fn a_start_is_seen_once_by_the_poll() {
+        let book = JobBook::default();
+        book.submitted(1, vec!["ns/p".into()]);
+        assert_eq!(book.start_seen(1), None);
+        book.states_seen(&[1], &[status(1, JobState::Running)]);
+        let seen = book.start_seen(1).expect("seen by the poll");
+        book.states_seen(&[1], &[status(1, JobState::Running)]);
+        assert_eq!(book.start_seen(1), Some(seen), "the first sighting stays");
     }
 
     #[test]
