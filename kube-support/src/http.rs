@@ -1,5 +1,6 @@
 //! A process's plain-HTTP endpoints: `/healthz` (the process runs), `/readyz` (it is ready, see
-//! [`Readiness`]) and `/metrics` (Prometheus text, from an [`EncodeMetrics`]).
+//! [`Readiness`]) and `/metrics` (Prometheus text, from an [`EncodeMetrics`]), served by the
+//! hardened [`server`](crate::server) with [`Limits::PROBES`](crate::server::Limits::PROBES).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,6 +11,8 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
+
+use crate::shutdown::Shutdown;
 
 /// What `/metrics` answers: the text exposition of the process's metrics (OpenMetrics text, as
 /// `prometheus_client::encoding::text::encode` writes it). Closures `Fn() -> String` are one.
@@ -43,13 +46,25 @@ struct AppState {
 }
 
 /// Serves health (`/healthz`, `/readyz`) on `health` and `/metrics` on `metrics_addr` (one
-/// listener when they are equal; `None` turns one off) until a listener fails. With both off it
-/// returns `Ok(())` at once.
+/// listener when they are equal; `None` turns one off), for good. With both off it returns
+/// `Ok(())` at once.
 pub async fn serve(
     health: Option<SocketAddr>,
     metrics_addr: Option<SocketAddr>,
     metrics: Arc<dyn EncodeMetrics>,
     ready: Readiness,
+) -> anyhow::Result<()> {
+    serve_until(health, metrics_addr, metrics, ready, Shutdown::new()).await
+}
+
+/// [`serve`] until `shutdown` is triggered; then the listeners drain and it returns. Fails only
+/// if it cannot listen.
+pub async fn serve_until(
+    health: Option<SocketAddr>,
+    metrics_addr: Option<SocketAddr>,
+    metrics: Arc<dyn EncodeMetrics>,
+    ready: Readiness,
+    shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let state = AppState { metrics, ready };
     let health_routes = Router::new()
@@ -70,20 +85,23 @@ pub async fn serve(
             }
         }
     }
-    let mut tasks = Vec::new();
+    let mut listeners = Vec::new();
     for (addr, router) in servers {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
         tracing::info!(%addr, "serving health/metrics");
-        let app = router.with_state(state.clone());
-        tasks.push(tokio::spawn(
-            async move { axum::serve(listener, app).await },
-        ));
+        listeners.push((listener, router.with_state(state.clone())));
     }
-    for task in tasks {
-        task.await??;
+    let mut served = tokio::task::JoinSet::new();
+    for (listener, app) in listeners {
+        let shutdown = shutdown.clone();
+        served.spawn(async move {
+            let stop = async move { shutdown.triggered().await };
+            crate::server::serve(listener, None, app, &crate::server::Limits::PROBES, stop).await
+        });
     }
+    while served.join_next().await.is_some() {}
     Ok(())
 }
 

@@ -88,11 +88,23 @@ impl fmt::Display for Invalid {
 
 impl std::error::Error for Invalid {}
 
+/// Which annotation set each job field: the short key (`user-id`) → the full key of the
+/// annotation that won (`slurmjob.slinky.slurm.net/user-id`, or its 0.x spelling), so that a
+/// refusal names the annotation the user wrote.
+pub type Sources = BTreeMap<&'static str, String>;
+
 /// Reads the job fields from `layers` of annotations, later layers winning (e.g. the pod's, then
 /// the root object's). Within one layer the current prefix wins over the 0.x one. An unknown key
 /// under `slurmjob.slinky.slurm.net/` is an error (a typo would otherwise be ignored silently).
 pub fn job_fields(layers: &[&BTreeMap<String, String>]) -> Result<JobFields, Invalid> {
-    let mut values: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
+    job_fields_with_sources(layers).map(|(fields, _)| fields)
+}
+
+/// [`job_fields`], with the annotation each field came from.
+pub fn job_fields_with_sources(
+    layers: &[&BTreeMap<String, String>],
+) -> Result<(JobFields, Sources), Invalid> {
+    let mut values: BTreeMap<&'static str, (&str, &str)> = BTreeMap::new();
     for layer in layers {
         let mut legacy = Vec::new();
         for (key, value) in layer.iter() {
@@ -117,6 +129,10 @@ pub fn job_fields(layers: &[&BTreeMap<String, String>]) -> Result<JobFields, Inv
             }
         }
     }
+    let sources: Sources = values
+        .iter()
+        .map(|(short, (key, _))| (*short, (*key).to_owned()))
+        .collect();
     let mut fields = JobFields::default();
     for (short, (key, value)) in values {
         let bad = |message: &str| Invalid {
@@ -171,7 +187,7 @@ pub fn job_fields(layers: &[&BTreeMap<String, String>]) -> Result<JobFields, Inv
             message: format!("{min} is more than max-nodes {max}"),
         });
     }
-    Ok(fields)
+    Ok((fields, sources))
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::identity_policy::IdentityPolicy;
+
 /// What `config.yaml` holds. Unknown keys are refused, so a typo is an error that names it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -37,6 +39,10 @@ pub struct Config {
     /// scheduler that runs them. `false` when scheduler-plugins' own PodGroup controller runs
     /// in the cluster and writes it.
     pub pod_group_status: bool,
+    /// Which user and group ids, accounts, QOS, partitions, reservations and priorities the
+    /// pods of each namespace may ask for with the job annotations; empty: any (Slinky's
+    /// behaviour). See [`IdentityPolicy`].
+    pub identity_policy: IdentityPolicy,
 }
 
 /// A Kubernetes label selector (`matchLabels` and `matchExpressions`).
@@ -78,6 +84,7 @@ impl Default for Config {
             taint_nodes: true,
             default_mem_per_pod: DEFAULT_MEM_PER_POD_MIB,
             pod_group_status: true,
+            identity_policy: IdentityPolicy::default(),
         }
     }
 }
@@ -94,6 +101,7 @@ impl Config {
         }
         url::Url::parse(&config.slurm_rest_api)
             .map_err(|e| format!("slurmRestApi {:?} is not a URL: {e}", config.slurm_rest_api))?;
+        config.identity_policy.validate()?;
         Ok(config)
     }
 

@@ -3,9 +3,9 @@
 //! binds the pods there and the kubelets run them. Compatible with SchedMD's Slinky
 //! slurm-bridge (scheduler name, annotations, labels, config file); see the crate README.
 //!
-//! Layout: pure decisions ([`workload`], [`annotations`], [`translate`], [`feasible`],
-//! [`identify`], [`decide`], [`taint`], [`pod_group`]) and the loops that feed and apply them
-//! ([`scheduler`], [`members`], [`jobs`], [`nodes`], [`webhook`]).
+//! Layout: pure decisions ([`workload`], [`annotations`], [`identity_policy`], [`translate`],
+//! [`feasible`], [`identify`], [`decide`], [`taint`], [`pod_group`], [`node_size`]) and the loops that feed and
+//! apply them ([`scheduler`], [`members`], [`jobs`], [`nodes`], [`webhook`]).
 
 pub mod annotations;
 pub mod assumed;
@@ -13,11 +13,13 @@ pub mod config;
 pub mod decide;
 pub mod feasible;
 pub mod identify;
+pub mod identity_policy;
 pub mod jobs;
 pub mod keys;
 pub mod members;
 pub mod metrics;
 pub mod node_selector;
+pub mod node_size;
 pub mod nodes;
 pub mod pod_group;
 pub mod pods;

@@ -113,51 +113,65 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let config = Arc::new(load_config(&args.config)?);
     let client =
         kube_support::client::connect(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")).await?;
+    let shutdown = kube_support::shutdown::Shutdown::on_signal();
     let slurm = ClientBuilder::new(config.slurm_rest_api.clone())
         .token(TokenFile::new(&args.slurm_jwt_file))
+        .request_timeout(slurm_bridge::slurm_nodes::CALL_TIMEOUT)
+        .call_timeout(slurm_bridge::slurm_nodes::CALL_TIMEOUT)
         .build()
         .with_context(|| format!("slurmRestApi {}", config.slurm_rest_api))?;
 
     let metrics = Arc::new(Metrics::default());
     let ready = http::Readiness::default();
-    tokio::spawn({
+    // The servers drain on `shutdown`; `run` waits for them before it returns.
+    let health_server = tokio::spawn({
         let (health, metrics_addr) = (
             http::listen_addr(&args.health_addr)?,
             http::listen_addr(&args.metrics_addr)?,
         );
-        let (metrics, ready) = (metrics.clone(), ready.clone());
+        let (metrics, ready, shutdown) = (metrics.clone(), ready.clone(), shutdown.clone());
         async move {
             let encode = move || metrics.encode();
-            if let Err(e) = http::serve(health, metrics_addr, Arc::new(encode), ready).await {
+            let served = http::serve_until(health, metrics_addr, Arc::new(encode), ready, shutdown);
+            if let Err(e) = served.await {
                 tracing::error!(error = %e, "health/metrics server stopped");
                 std::process::exit(1);
             }
         }
     });
     // Every replica answers admission reviews, leader or not.
+    let mut webhook_server = None;
     if let Some(webhook_addr) = http::listen_addr(&args.webhook_addr)? {
         let router = webhook::router(client.clone(), config.clone());
         let cert = webhook_cert(&args, &client, &config).await?;
-        tokio::spawn(async move {
-            if let Err(e) = hook::serve(webhook_addr, cert, router).await {
+        let shutdown = shutdown.clone();
+        webhook_server = Some(tokio::spawn(async move {
+            if let Err(e) = hook::serve_until(webhook_addr, cert, router, shutdown).await {
                 tracing::error!(error = %e, "admission webhook stopped");
                 std::process::exit(1);
             }
-        });
+        }));
     }
 
     check_slurm(&slurm).await;
     let leader = if args.leader_elect {
         let namespace = leader::namespace(args.leader_elect_namespace.as_deref());
-        Some(
-            leader::acquire(
-                client.clone(),
-                &namespace,
-                "slurm-bridge",
-                "slurm-bridge-leader",
-            )
-            .await?,
-        )
+        let acquire = leader::acquire(
+            client.clone(),
+            &namespace,
+            "slurm-bridge",
+            "slurm-bridge-leader",
+        );
+        let leader = tokio::select! {
+            leader = acquire => leader?,
+            () = shutdown.triggered() => {
+                tracing::info!("SIGTERM or SIGINT while waiting for leadership; stopping");
+                return Ok(());
+            }
+        };
+        // Ends the process at the renew deadline, wherever the rest of it is.
+        tokio::spawn(leader.fence());
+        Some(leader)
     } else {
         None
     };
@@ -290,15 +304,26 @@ async fn run(args: Args) -> anyhow::Result<()> {
         storage,
     };
     tracing::info!("scheduling");
-    tokio::select! {
+    let stopped = tokio::select! {
         _ = scheduler.run(wake_rx, args.resync) => anyhow::bail!("the scheduling loop stopped"),
         _ = watchers.join_next() => anyhow::bail!("a watcher stopped"),
-        _ = leader::lost_if_electing(leader) => anyhow::bail!("lost the leader-election lease; exiting so that a restart re-joins the election"),
-        () = kube_support::shutdown::signal() => {
+        () = shutdown.triggered() => {
             tracing::info!("SIGTERM or SIGINT; stopping");
+            // The scheduling loop has stopped (its future is dropped); the watchers stop too
+            // before the Lease goes, so that the next leader never acts beside them.
+            watchers.shutdown().await;
+            if let Some(leader) = leader {
+                leader.release().await;
+            }
             Ok(())
         }
+    };
+    // In-flight reviews and probes are answered (the servers stopped accepting at the trigger).
+    if let Some(webhook_server) = webhook_server {
+        let _ = webhook_server.await;
     }
+    let _ = health_server.await;
+    stopped
 }
 
 fn load_config(path: &std::path::Path) -> anyhow::Result<Config> {

@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Taint};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
@@ -29,10 +28,9 @@ use crate::config::Config;
 use crate::feasible::slurm_name;
 use crate::keys;
 use crate::metrics::Metrics;
+use crate::node_size::{self, Registered, Resize, Size};
 use crate::pods::FIELD_MANAGER;
-use crate::resources::GPU_RESOURCES;
 use crate::taint;
-use kube_support::quantity;
 
 /// How often the nodes are compared.
 const EVERY: Duration = Duration::from_secs(5);
@@ -48,6 +46,11 @@ pub enum NodeAction {
     Resume,
     /// Delete the Slurm node.
     Delete,
+    /// Drain an external node whose size changed (`changes` says how), to register it again.
+    Resize {
+        /// What changed, for the log.
+        changes: String,
+    },
     /// Bring an external node's features (its partitions) and topology in line with the
     /// Kubernetes node; `None` leaves that part as it is.
     Sync {
@@ -73,6 +76,8 @@ pub struct SlurmSide {
     pub features: Vec<String>,
     /// Its topology (`topo-switch:s1,…`).
     pub topology: Option<String>,
+    /// Its CPUs, memory and GPUs.
+    pub size: Size,
 }
 
 fn cordon_reason(node: &str) -> String {
@@ -128,42 +133,15 @@ fn topology(node: &Node) -> Result<Option<String>, String> {
     Ok(Some(spec.to_owned()))
 }
 
-/// What the node offers pods of `resource`: its allocatable (capacity less what the kubelet
-/// keeps for the system), else its capacity; `None` when it lists neither.
-fn offered(node: &Node, resource: &str) -> Result<Option<f64>, String> {
-    fn listed<'a>(map: Option<&'a BTreeMap<String, Quantity>>, key: &str) -> Option<&'a Quantity> {
-        map.and_then(|m| m.get(key))
-    }
-    let status = node.status.as_ref();
-    listed(status.and_then(|s| s.allocatable.as_ref()), resource)
-        .or_else(|| listed(status.and_then(|s| s.capacity.as_ref()), resource))
-        .map(|q| {
-            quantity::parse(&q.0)
-                .map_err(|e| format!("node {}: {resource} {:?}: {e}", node.name_any(), q.0))
-        })
-        .transpose()
-}
-
 /// The `new/node` line of an external node standing for `node`: its allocatable CPUs, memory
 /// and GPUs (`nvidia.com/gpu`, `amd.com/gpu` as `Gres=gpu:N`; Slurm needs `GresTypes=gpu`).
 pub fn node_conf(node: &Node, config: &Config) -> Result<String, String> {
     let name = slurm_name(node);
-    let cpus = offered(node, "cpu")?
-        .map(|c| c.floor() as u64)
-        .filter(|c| *c > 0)
-        .ok_or_else(|| {
-            format!(
-                "node {}: status.allocatable.cpu is missing",
-                node.name_any()
-            )
-        })?;
-    let memory_mb = offered(node, "memory")?
-        .map(|m| (m / 1048576.0).floor() as u64)
-        .unwrap_or(1);
-    let mut gpus = 0u64;
-    for resource in GPU_RESOURCES {
-        gpus += offered(node, resource)?.map_or(0, |g| g.floor() as u64);
-    }
+    let Size {
+        cpus,
+        memory_mb,
+        gpus,
+    } = node_size::wanted(node)?;
     let gres = if gpus > 0 {
         format!(" Gres=gpu:{gpus}")
     } else {
@@ -232,9 +210,33 @@ pub fn decide(
         {
             Some(Ok(NodeAction::Resume))
         }
-        Some(s) if s.external => sync(node, s, config),
+        Some(s) if s.external => match resize(node, &name, s) {
+            Ok(Resize::Keep) => sync(node, s, config),
+            Ok(Resize::Wait) => None,
+            Ok(Resize::Drain) => Some(node_size::wanted(node).map(|w| NodeAction::Resize {
+                changes: w.changes(&s.size),
+            })),
+            Ok(Resize::Delete) => Some(Ok(NodeAction::Delete)),
+            Ok(Resize::Resume) => Some(Ok(NodeAction::Resume)),
+            Err(e) => Some(Err(e)),
+        },
         Some(_) => None,
     }
+}
+
+/// Whether an external node must be registered again with its Kubernetes node's size.
+fn resize(node: &Node, name: &str, slurm: &SlurmSide) -> Result<Resize, String> {
+    let registered = Registered {
+        size: slurm.size,
+        drain: slurm.drain,
+        reason: slurm.reason.as_deref(),
+        busy: slurm.busy,
+    };
+    Ok(node_size::decide(
+        name,
+        node_size::wanted(node)?,
+        registered,
+    ))
 }
 
 /// What an external node's features and topology lack of the Kubernetes node's.
@@ -290,6 +292,7 @@ pub async fn run(
                         busy: n.cpus_allocated > 0,
                         features: n.features.clone(),
                         topology: n.topology.clone(),
+                        size: Size::registered(n),
                     },
                 )
             })
@@ -319,6 +322,17 @@ pub async fn run(
                     Ok(_) => Ok(()),
                 },
                 Ok(NodeAction::Drain(reason)) => slurm.drain_node(&name, &reason).await.map(drop),
+                Ok(NodeAction::Resize { changes }) => {
+                    tracing::info!(
+                        node = name,
+                        changes,
+                        "the node's size changed: draining it, to register it again once idle"
+                    );
+                    slurm
+                        .drain_node(&name, &node_size::reason(&name))
+                        .await
+                        .map(drop)
+                }
                 Ok(NodeAction::Resume) => slurm.resume_node(&name).await.map(drop),
                 Ok(NodeAction::Delete) => slurm.delete_node(&name).await.map(drop),
                 Ok(NodeAction::Sync { features, topology }) => {
@@ -393,6 +407,11 @@ mod tests {
             busy,
             features: vec!["slurm-bridge".into()],
             topology: None,
+            size: Size {
+                cpus: 4,
+                memory_mb: 8192,
+                gpus: 0,
+            },
         }
     }
 
@@ -450,7 +469,7 @@ mod tests {
         let c = Config::default();
         let labelled = |annotations: &str| {
             node(&format!(
-                "metadata: {{name: k1, labels: {{scheduler.slinky.slurm.net/external-node: 'true'}}, annotations: {{{annotations}}}}}\n"
+                "metadata: {{name: k1, labels: {{scheduler.slinky.slurm.net/external-node: 'true'}}, annotations: {{{annotations}}}}}\nstatus: {{allocatable: {{cpu: '4', memory: 8Gi}}}}\n"
             ))
         };
         let registered = side(true, false, None, false);
@@ -503,6 +522,31 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn an_external_node_whose_size_changed_is_registered_again() {
+        let c = Config::default();
+        let with_gpus = node(
+            "metadata: {name: k1, labels: {scheduler.slinky.slurm.net/external-node: 'true'}}\nstatus: {allocatable: {cpu: '6', memory: 8Gi, nvidia.com/gpu: '2'}}\n",
+        );
+        let registered = side(true, false, None, true);
+        assert_eq!(
+            decide(&with_gpus, Some(&registered), &c),
+            Some(Ok(NodeAction::Resize {
+                changes: "cpus 4 → 6, gpus 0 → 2".into()
+            }))
+        );
+        let drained = side(true, true, Some(&node_size::reason("k1")), false);
+        assert_eq!(
+            decide(&with_gpus, Some(&drained), &c),
+            Some(Ok(NodeAction::Delete))
+        );
+        // GPUs alone: left as they are.
+        let same_cpus = node(
+            "metadata: {name: k1, labels: {scheduler.slinky.slurm.net/external-node: 'true'}}\nstatus: {allocatable: {cpu: '4', memory: 8Gi, nvidia.com/gpu: '2'}}\n",
+        );
+        assert_eq!(decide(&same_cpus, Some(&registered), &c), None);
     }
 
     #[test]

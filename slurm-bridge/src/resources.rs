@@ -2,13 +2,19 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use kube_support::quantity;
 
 /// GPU resource names of device plugins, sent to Slurm as `gres/gpu`.
 pub const GPU_RESOURCES: &[&str] = &["nvidia.com/gpu", "amd.com/gpu"];
+
+/// The prefix of Dynamic Resource Allocation's extended resources
+/// (`deviceclass.resource.kubernetes.io/<device class>`): kube-scheduler turns such a request
+/// into a ResourceClaim it allocates. The bridge allocates no DRA devices, so a pod bound with
+/// one would run without its device.
+pub const DRA_EXTENDED_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
 
 /// One pod's needs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -28,6 +34,7 @@ pub fn pod_needs(pod: &Pod) -> Result<PodNeeds, String> {
     let Some(spec) = &pod.spec else {
         return Ok(PodNeeds::default());
     };
+    refuse_dra(spec)?;
     let mut needs = PodNeeds::default();
     for resource in ["cpu", "memory"]
         .into_iter()
@@ -98,6 +105,42 @@ impl Requests {
     }
 }
 
+/// Why the pod asks for devices through Dynamic Resource Allocation (a claim, or a DRA
+/// extended resource in a container), naming the field; the bridge allocates none.
+fn refuse_dra(spec: &PodSpec) -> Result<(), String> {
+    const INSTEAD: &str = "slurm-bridge does not allocate DRA devices; request GPUs from a device plugin (nvidia.com/gpu, amd.com/gpu) or with the gres annotation";
+    if spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
+        return Err(format!("resourceClaims: {INSTEAD}"));
+    }
+    let init = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .map(|c| ("initContainers", c));
+    let main = spec.containers.iter().map(|c| ("containers", c));
+    for (list, container) in init.chain(main) {
+        let resources = container.resources.as_ref();
+        let maps = [
+            ("requests", resources.and_then(|r| r.requests.as_ref())),
+            ("limits", resources.and_then(|r| r.limits.as_ref())),
+        ];
+        for (which, map) in maps {
+            if let Some(name) = map
+                .into_iter()
+                .flat_map(|m| m.keys())
+                .find(|k| k.starts_with(DRA_EXTENDED_PREFIX))
+            {
+                return Err(format!(
+                    "{list}[{}].resources.{which}[{name}]: a DRA extended resource (device class {}); {INSTEAD}",
+                    container.name,
+                    &name[DRA_EXTENDED_PREFIX.len()..]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[derive(Clone, Copy)]
 enum Pick {
     Requests,
@@ -148,5 +191,45 @@ mod tests {
         )
         .unwrap();
         assert!(pod_needs(&bad).unwrap_err().contains("container a: cpu"));
+    }
+
+    #[test]
+    fn dra_requests_are_refused_naming_the_field() {
+        // As Slinky's bridge examples write a GPU through DRA's extended resource.
+        let extended: Pod = serde_yaml::from_str(
+            "spec:\n  containers:\n  - {name: cuda, resources: {limits: {deviceclass.resource.kubernetes.io/gpu.nvidia.com: '1'}}}\n",
+        )
+        .unwrap();
+        let why = pod_needs(&extended).unwrap_err();
+        assert!(
+            why.starts_with(
+                "containers[cuda].resources.limits[deviceclass.resource.kubernetes.io/gpu.nvidia.com]: a DRA extended resource (device class gpu.nvidia.com)"
+            ),
+            "{why}"
+        );
+        let init: Pod = serde_yaml::from_str(
+            "spec:\n  initContainers:\n  - {name: warm, resources: {requests: {deviceclass.resource.kubernetes.io/gpu.amd.com: '2'}}}\n  containers: [{name: a}]\n",
+        )
+        .unwrap();
+        assert!(
+            pod_needs(&init)
+                .unwrap_err()
+                .starts_with("initContainers[warm].resources.requests[")
+        );
+        let claim: Pod = serde_yaml::from_str(
+            "spec: {containers: [{name: a}], resourceClaims: [{name: gpu}]}\n",
+        )
+        .unwrap();
+        assert!(
+            pod_needs(&claim)
+                .unwrap_err()
+                .starts_with("resourceClaims: ")
+        );
+        // Other extended resources are not Slurm's business and stay allowed.
+        let other: Pod = serde_yaml::from_str(
+            "spec:\n  containers:\n  - {name: a, resources: {limits: {example.com/foo: '1'}}}\n",
+        )
+        .unwrap();
+        assert_eq!(pod_needs(&other), Ok(PodNeeds::default()));
     }
 }

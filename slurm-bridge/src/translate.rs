@@ -83,7 +83,8 @@ pub fn gang_size(key: &WorkloadKey, root: &RootFacts) -> Gang {
 /// The job for `workload`, not using `excluded_nodes` (Slurm names of nodes Kubernetes cannot
 /// use for it). Precedence: the config's defaults, then what the pods ask for, then the
 /// annotations (the pods', then the root object's). Pods that request no memory get the
-/// config's `defaultMemPerPod`; no CPU request leaves Slurm's one CPU per task.
+/// config's `defaultMemPerPod`; no CPU request leaves Slurm's one CPU per task. A job the
+/// namespace's identity policy does not allow is an error naming the annotation.
 pub fn submission(
     workload: Workload<'_>,
     config: &Config,
@@ -92,7 +93,15 @@ pub fn submission(
     let pod_annotations: Vec<_> = workload.pods.iter().map(|p| p.annotations()).collect();
     let mut layers: Vec<_> = pod_annotations;
     layers.push(&workload.root.annotations);
-    let fields = annotations::job_fields(&layers)?;
+    let (fields, sources) = annotations::job_fields_with_sources(&layers)?;
+    // The effective values (every pod's and the root's annotations, the default partition): the
+    // webhook saw one pod only, and may be off or older than the policy.
+    config.identity_policy.check(
+        &workload.key.namespace,
+        &fields,
+        &sources,
+        Some(&config.partition),
+    )?;
 
     let mut needs = PodNeeds::default();
     for pod in workload.pods {
@@ -295,5 +304,59 @@ mod tests {
         let pods = [&p];
         let err = job_for(&pods, &root, vec![]).unwrap_err();
         assert_eq!(err.field, "slurmjob.slinky.slurm.net/timelimit");
+    }
+
+    #[test]
+    fn the_identity_policy_applies_to_the_effective_values() {
+        let config = Config::parse(
+            "identityPolicy:\n  namespaces:\n    ns: {accounts: [ml], partitions: [gpu]}\n",
+        )
+        .unwrap();
+        let p = pod(
+            "metadata: {name: a, namespace: ns, annotations: {slurmjob.slinky.slurm.net/account: ml, slurmjob.slinky.slurm.net/partition: gpu}}\n",
+        );
+        let key = key_of(&p);
+        let job = |root: &RootFacts, config: &Config| {
+            submission(
+                Workload {
+                    key: &key,
+                    pods: &[&p],
+                    root,
+                },
+                config,
+                vec![],
+            )
+        };
+        assert!(job(&RootFacts::default(), &config).is_ok());
+        // The root object's annotation wins over the pod's, and is what the policy judges.
+        let root = RootFacts {
+            annotations: BTreeMap::from([(
+                "slurmjob.slinky.slurm.net/account".into(),
+                "physics".into(),
+            )]),
+            ..RootFacts::default()
+        };
+        let err = job(&root, &config).unwrap_err();
+        assert_eq!(err.field, "slurmjob.slinky.slurm.net/account");
+        assert!(err.message.contains("\"physics\""), "{err}");
+        // A pod naming no partition gets the config's, which must be allowed too.
+        let bare = pod("metadata: {name: b, namespace: ns}\n");
+        let key = key_of(&bare);
+        let err = submission(
+            Workload {
+                key: &key,
+                pods: &[&bare],
+                root: &RootFacts::default(),
+            },
+            &config,
+            vec![],
+        )
+        .unwrap_err();
+        assert!(
+            err.message.contains("default partition \"slurm-bridge\""),
+            "{err}"
+        );
+        // Without a policy, no limits.
+        assert!(job(&root, &Config::default()).is_ok());
     }
 }

@@ -95,6 +95,68 @@ fn delete_pods(env: &TestEnv, pods: &[&str]) {
     ground().ok(&args);
 }
 
+/// An external node registered with 2 CPUs and no GPUs, then given 3 CPUs and 2 GPUs, and
+/// in service with them.
+async fn late_node_follows_its_size(env: &TestEnv, slurm: &slurm_client::Client) {
+    const NODE: &str = "late-gpus";
+    struct Remove;
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = ground().kubectl(&["delete", "node", NODE, "--wait=false"], None);
+        }
+    }
+    let _remove = Remove;
+    let g = ground();
+    g.kubectl(
+        &["create", "-f", "-"],
+        Some(&format!(
+            "apiVersion: v1\nkind: Node\nmetadata:\n  name: {NODE}\n  labels: {{{}: \"true\"}}\n",
+            common::EXTERNAL
+        )),
+    );
+    let status = |allocatable: &str| {
+        g.ok(&[
+            "patch",
+            "node",
+            NODE,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &format!(r#"{{"status":{{"capacity":{allocatable},"allocatable":{allocatable}}}}}"#),
+        ]);
+    };
+    status(r#"{"cpu":"2","memory":"2Gi","pods":"10"}"#);
+    let in_slurm = async |cpus: u32, gpus: u64| {
+        eventually(
+            &format!("{NODE} in Slurm with {cpus} CPUs and {gpus} GPUs, in service"),
+            Duration::from_secs(60),
+            || async {
+                let n = slurm.get_node(NODE).await.ok()?.into_value();
+                (n.cpus == cpus && n.gpus() == gpus && n.memory_mb == 2048 && !n.is_drain())
+                    .then_some(n)
+            },
+        )
+        .await
+    };
+    in_slurm(2, 0).await;
+    status(r#"{"cpu":"3","memory":"2Gi","pods":"10","nvidia.com/gpu":"2"}"#);
+    let resized = in_slurm(3, 2).await;
+    assert_eq!(resized.gres.as_deref(), Some("gpu:2"), "{resized:?}");
+    assert!(
+        env.bridge_log().contains("the node's size changed"),
+        "the bridge says why it drains the node"
+    );
+    // Unlabelled, it leaves Slurm (idle: at once), so that no later job goes to a node with
+    // no kubelet.
+    g.ok(&["label", "node", NODE, &format!("{}-", common::EXTERNAL)]);
+    eventually(
+        &format!("{NODE} gone from Slurm"),
+        Duration::from_secs(60),
+        || async { slurm.get_node(NODE).await.is_err().then_some(()) },
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn slurm_places_pods() {
     let mut env = TestEnv::new("bridge");
@@ -241,6 +303,14 @@ spec:
     );
     delete_pods(&env, &["gpu-2", "gpu-1", "gpu-1b"]);
     eprintln!("GPUs: {:.1} s", added.elapsed().as_secs_f64());
+
+    // A node whose device plugin publishes its GPUs after the node was registered (the usual
+    // order), and whose CPUs change: its Slurm node follows, drained, deleted while idle and
+    // registered again, and is back in service. (A Node object with no kubelet: the bridge
+    // reads only its labels and status.)
+    let added = Instant::now();
+    late_node_follows_its_size(&env, &slurm).await;
+    eprintln!("sizes followed: {:.1} s", added.elapsed().as_secs_f64());
 
     // Kubernetes-side fit: a pod bound straight to a node (as a DaemonSet's are, Slurm knows
     // nothing of it) takes 3 of its 4 CPUs; a 2-CPU pod of the bridge is placed elsewhere, its

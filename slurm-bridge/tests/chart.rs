@@ -336,6 +336,65 @@ fn the_config_file_is_what_the_bridge_parses() {
 }
 
 #[test]
+fn an_identity_policy_in_the_values_reaches_the_bridge() {
+    use slurm_bridge::identity_policy::{IdRange, PriorityLimit};
+    let objects = render(&[
+        "--set-json",
+        r#"config.identityPolicy={"default":{"userIds":[],"maxPriority":"forbidden"},"namespaces":{"ml":{"userIds":[1000,"2000-2999"],"groupIds":[4294967294],"accounts":["ml"],"partitions":["slurm-bridge","gpu"],"maxPriority":1000}}}"#,
+    ]);
+    let policy = config(&objects).identity_policy;
+    let default = policy.default.unwrap();
+    assert_eq!(default.user_ids.as_deref(), Some(&[][..]));
+    assert_eq!(default.max_priority, Some(PriorityLimit::Forbidden));
+    let ml = &policy.namespaces["ml"];
+    assert_eq!(
+        ml.user_ids.as_deref().unwrap(),
+        [
+            IdRange {
+                first: 1000,
+                last: 1000
+            },
+            IdRange {
+                first: 2000,
+                last: 2999
+            }
+        ]
+    );
+    // Helm reads numbers as floats: the largest ids must still come through whole.
+    assert_eq!(ml.group_ids.as_deref().unwrap()[0].first, 4294967294);
+    assert_eq!(ml.max_priority, Some(PriorityLimit::Max(1000)));
+    assert_eq!(ml.accounts.as_deref().unwrap(), ["ml"]);
+
+    // The schema names a typo or a malformed rule.
+    for (set, named) in [
+        (
+            r#"config.identityPolicy={"namespaces":{"ml":{"userIdz":[]}}}"#,
+            "userIdz",
+        ),
+        (
+            r#"config.identityPolicy={"default":{"maxPriority":"high"}}"#,
+            "maxPriority",
+        ),
+        (
+            r#"config.identityPolicy={"default":{"userIds":["root"]}}"#,
+            "userIds",
+        ),
+    ] {
+        let err = render_as("slurm-bridge", NS, &["--set-json", set]).unwrap_err();
+        assert!(err.contains(named), "{set}: {err}");
+    }
+}
+
+#[test]
+fn the_memory_limit_is_set() {
+    // The figures behind them are in values.yaml (peak RSS 137 MB at 5,000 pods).
+    assert_eq!(
+        container(&render(&[]))["resources"],
+        json!({"requests": {"cpu": "100m", "memory": "192Mi"}, "limits": {"memory": "512Mi"}})
+    );
+}
+
+#[test]
 fn webhook_with_cert_manager() {
     let objects = render(&[]);
     assert_webhooks_match_the_code(&objects, None);

@@ -3,7 +3,8 @@
 //! middle of a burst of 50 pods. The other replica takes the Lease once it expires and carries
 //! on from Slurm's jobs: every pod runs to its end with exactly one Slurm job, none is left
 //! pending, no job outlives its pod, and the killed replica, restarted as its pod would be,
-//! waits as the standby.
+//! waits as the standby. A leader whose API traffic is black-holed stops by its own clock
+//! before its Lease can pass, and the standby leads after the Lease expires and places pods.
 
 use crate::common;
 
@@ -11,6 +12,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::{IMAGE, SCHEDULER, TestEnv, eventually, external_nodes, ground, slurm_nodes};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use slurm_client::JobQuery;
 
 const PODS: usize = 50;
@@ -207,6 +209,109 @@ async fn the_standby_takes_over_a_burst_without_a_duplicate_or_a_lost_pod() {
     for node in nodes.iter().filter(|n| env.nodes.contains(&n.name)) {
         assert!(node.is_available(), "{} takes no jobs: {node:?}", node.name);
     }
+    ground().ok(&[
+        "delete",
+        "pods",
+        "-n",
+        &ns,
+        "--all",
+        "--wait=true",
+        "--timeout=60s",
+    ]);
+}
+
+/// The binaries' lease duration and renew deadline (`kube_support::leader::Timings`).
+const LEASE: Duration = Duration::from_secs(15);
+const RENEW_DEADLINE: Duration = Duration::from_secs(10);
+
+/// A time field of the bridge's Lease in `ns` (`renewTime`, `acquireTime`).
+fn lease_time(ns: &str, field: &str) -> Timestamp {
+    let text = ground().get(ns, "lease/slurm-bridge", &format!("{{.spec.{field}}}"));
+    text.parse()
+        .unwrap_or_else(|e| panic!("lease {field} {text:?}: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_leader_cut_off_from_the_api_server_stops_before_its_lease_can_pass() {
+    let mut env = TestEnv::new("ha-fence");
+    let slurm = env.slurm();
+    env.label_nodes();
+    let ns = env.ns.name.clone();
+    let elect = ["--leader-elect", "--leader-elect-namespace", &ns];
+    let config = "exclusive: false\n";
+    let proxy = ground().api_proxy();
+    let kubeconfig = proxy.kubeconfig().to_string_lossy().into_owned();
+    let first = env.spawn_bridge_with_env(
+        config,
+        "info",
+        common::METRICS_ADDR,
+        &elect,
+        &[("KUBECONFIG", &kubeconfig), ("POD_NAME", "bridge-a")],
+    );
+    env.replace_bridge(first);
+    env.bridge()
+        .wait_for_log(" leading", Duration::from_secs(60));
+    external_nodes(&env, &slurm).await;
+    let mut standby = env.spawn_bridge_with_env(
+        config,
+        "info",
+        STANDBY_METRICS,
+        &elect,
+        &[("POD_NAME", "bridge-b")],
+    );
+    standby.wait_for_log("waiting for leadership", Duration::from_secs(60));
+
+    let paused = Instant::now();
+    proxy.pause();
+    let exit = loop {
+        if env.bridge().try_status().is_some() {
+            break Timestamp::now();
+        }
+        assert!(
+            paused.elapsed() < LEASE + Duration::from_secs(5),
+            "the cut-off leader still runs:\n{}",
+            env.bridge_log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let stopped_after = paused.elapsed();
+    let renewed = lease_time(&ns, "renewTime");
+    assert!(
+        env.bridge_log().contains("leader fenced"),
+        "{}",
+        env.bridge_log()
+    );
+    let exit_after_renewal = exit.duration_since(renewed);
+    assert!(
+        exit_after_renewal
+            < SignedDuration::try_from(RENEW_DEADLINE + Duration::from_secs(1)).unwrap(),
+        "the leader exited {exit_after_renewal:?} after its last renewal"
+    );
+    standby.wait_for_log(" leading", Duration::from_secs(60));
+    let acquired = lease_time(&ns, "acquireTime");
+    let takeover_after_renewal = acquired.duration_since(renewed);
+    println!(
+        "black-holed bridge: exited {:.2} s after the pause, {:.2} s after its last renewal; the \
+         standby took the Lease {:.2} s after that renewal",
+        stopped_after.as_secs_f64(),
+        exit_after_renewal.as_secs_f64(),
+        takeover_after_renewal.as_secs_f64(),
+    );
+    assert!(takeover_after_renewal >= SignedDuration::try_from(LEASE).unwrap());
+    assert!(
+        acquired > exit,
+        "the standby led before the old leader exited"
+    );
+
+    // Full service: the new leader places a pod that runs to its end.
+    let _old = env.replace_bridge(standby);
+    env.apply(&short_pod("after-fence"));
+    env.wait_for(
+        "pod/after-fence",
+        "{.status.phase}",
+        Duration::from_secs(120),
+        |p| p == "Succeeded",
+    );
     ground().ok(&[
         "delete",
         "pods",

@@ -1,7 +1,9 @@
 //! Slurm's policy over Kubernetes pods, with accounting: the account and QoS named by a pod's
 //! annotations become its job's, the QoS's limit holds the second pod back (its condition says
 //! why) until the first ends, and an account Slurm does not know is reported on the pod and
-//! retried with back-off, not in a loop.
+//! retried with back-off, not in a loop. The bridge's own identity policy: a pod asking for a
+//! user id its namespace may not use gets a condition naming the annotation and no job, and
+//! so does a pod asking for a GPU through Dynamic Resource Allocation.
 
 use crate::common;
 
@@ -50,7 +52,11 @@ async fn a_qos_limit_holds_pods_back() {
         .await
         .expect("a QoS");
     env.label_nodes();
-    env.start_bridge("exclusive: false\n");
+    // No pod of this namespace may choose its job's user or priority (the webhook is off here:
+    // the scheduler's own check is what refuses).
+    env.start_bridge(
+        "exclusive: false\nidentityPolicy: {default: {userIds: [], maxPriority: forbidden}}\n",
+    );
     external_nodes(&env, &slurm).await;
 
     env.apply(&pod("first", "kubernetes", "one-at-a-time"));
@@ -92,4 +98,62 @@ async fn a_qos_limit_holds_pods_back() {
     env.apply(&pod("stray", "no-such-account", "normal"));
     common::assert_refused_with_back_off(&env, "stray", "account", Duration::from_secs(10), 1..=5)
         .await;
+
+    // A user id the policy does not allow: refused before Slurm sees it, naming the annotation.
+    env.apply(&common::pod(
+        "as-root",
+        "slurmjob.slinky.slurm.net/user-id: '0'",
+        "",
+    ));
+    let message = env.wait_for("pod/as-root", SLURM_JOB, Duration::from_secs(60), |m| {
+        !m.is_empty()
+    });
+    assert_eq!(
+        message,
+        format!(
+            "cannot make a Slurm job: slurmjob.slinky.slurm.net/user-id: user id 0 is not allowed \
+             in namespace {:?} (identityPolicy.default.userIds is empty: none may be asked for)",
+            env.get("pod/as-root", "{.metadata.namespace}")
+        )
+    );
+    assert_eq!(
+        env.get(
+            "pod/as-root",
+            "{.status.conditions[?(@.type==\"SlurmJob\")].reason}"
+        ),
+        "InvalidJob"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(env.get("pod/as-root", JOB_ID), "", "never submitted");
+
+    // A GPU through DRA's extended resource, as Slinky's bridge examples ask for one, in a pod
+    // that reached the bridge without its webhook: the bridge allocates no DRA devices, so the
+    // pod waits with the field named, never submitted, never bound without its device.
+    env.apply(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: dra-gpu\nspec:\n  schedulerName: {}\n  containers:\n  - name: cuda\n    image: {}\n    command: [sleep, '60']\n    resources:\n      limits: {{deviceclass.resource.kubernetes.io/gpu.nvidia.com: '1'}}\n",
+        common::SCHEDULER,
+        common::IMAGE
+    ));
+    let message = env.wait_for("pod/dra-gpu", SLURM_JOB, Duration::from_secs(60), |m| {
+        !m.is_empty()
+    });
+    assert!(
+        message.contains(
+            "containers[cuda].resources.limits[deviceclass.resource.kubernetes.io/gpu.nvidia.com]: a DRA extended resource"
+        ),
+        "{message}"
+    );
+    assert_eq!(
+        env.get(
+            "pod/dra-gpu",
+            "{.status.conditions[?(@.type==\"SlurmJob\")].reason}"
+        ),
+        "InvalidJob"
+    );
+    assert_eq!(env.get("pod/dra-gpu", JOB_ID), "", "never submitted");
+    assert_eq!(
+        env.get("pod/dra-gpu", "{.spec.nodeName}"),
+        "",
+        "never bound"
+    );
 }

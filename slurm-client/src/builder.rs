@@ -17,6 +17,27 @@ use crate::version::ApiVersion;
 
 /// Builds a [`Client`]. Start with [`ClientBuilder::new`] or [`ClientBuilder::from_env`].
 ///
+/// # Limits
+///
+/// | setting | default | what happens past it |
+/// |---|---|---|
+/// | [`connect_timeout`](ClientBuilder::connect_timeout) | 10 s | [`Error::Timeout`] (the attempt) |
+/// | [`request_timeout`](ClientBuilder::request_timeout) | 60 s | [`Error::Timeout`] (one attempt, body included; retried when idempotent) |
+/// | [`call_timeout`](ClientBuilder::call_timeout) | the request timeout + 30 s (90 s) | [`Error::Timeout`] (the whole call, every retry and wait included) |
+/// | [`max_body_bytes`](ClientBuilder::max_body_bytes) | 512 MiB | [`Error::TooLarge`] (reading stops there) |
+/// | [`MAX_ERROR_BODY_BYTES`](ClientBuilder::MAX_ERROR_BODY_BYTES) | 64 KiB | [`Error::TooLarge`] for an error answer's body |
+///
+/// The biggest normal answer is a full job listing: about 8 KiB a job as slurmrestd writes
+/// it (recorded 26.05 answers), 155 MiB for 20,000 jobs, so the default body limit leaves
+/// room for about 64,000 jobs read whole. A streamed listing ([`Client::for_each_job`]) holds
+/// one job at a time and has no limit on the number of jobs: the limit applies to one
+/// element and to the answer without its list.
+///
+/// A server that accepts connections but never answers costs a caller one call timeout,
+/// whatever the retry policy (4 attempts of the request timeout before the call timeout
+/// existed: about 4 minutes). Programs that poll and must notice a hung server quickly (the
+/// operator, the bridge) set a call timeout of a few seconds.
+///
 /// ```no_run
 /// # async fn demo() -> Result<(), slurm_client::Error> {
 /// use std::time::Duration;
@@ -40,6 +61,8 @@ pub struct ClientBuilder {
     identity: Option<(Pem, KeyPem)>,
     connect_timeout: Duration,
     request_timeout: Duration,
+    call_timeout: Option<Duration>,
+    max_body_bytes: u64,
     retry: RetryPolicy,
     version: Option<ApiVersion>,
     user_agent: String,
@@ -51,6 +74,16 @@ impl ClientBuilder {
     /// Default timeout for a whole request, body included: 60 s (slurmrestd can take
     /// well over 15 s to list many jobs on a busy cluster).
     pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+    /// Default deadline of a whole call, retries included, with the default request timeout:
+    /// 90 s (one full attempt, and room to retry failures that come quickly). With another
+    /// request timeout and no call timeout set, the deadline is that request timeout + 30 s.
+    pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(90);
+    /// Default limit of a successful answer's body: 512 MiB (a full listing of 20,000 jobs is
+    /// about 155 MiB).
+    pub const DEFAULT_MAX_BODY_BYTES: u64 = 512 * 1024 * 1024;
+    /// Limit of an error answer's body (any status but 2xx): 64 KiB. slurmrestd's error
+    /// answers are a few KiB at most; a proxy's HTML error page fits too.
+    pub const MAX_ERROR_BODY_BYTES: u64 = 64 * 1024;
 
     /// A builder for the server at `url`: `http://host:port`, `https://host:port` (an
     /// optional path prefix is kept) or `unix:/path/to/slurmrestd.socket`.
@@ -64,6 +97,8 @@ impl ClientBuilder {
             identity: None,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
+            call_timeout: None,
+            max_body_bytes: Self::DEFAULT_MAX_BODY_BYTES,
             retry: RetryPolicy::default(),
             version: None,
             user_agent: concat!("slurm-client/", env!("CARGO_PKG_VERSION")).to_string(),
@@ -136,9 +171,33 @@ impl ClientBuilder {
         self
     }
 
-    /// How long a whole request may take, body included (default 60 s).
+    /// How long one attempt of a request may take, body included (default 60 s). A request
+    /// that is retried has this much for each attempt, all within the
+    /// [call timeout](ClientBuilder::call_timeout).
     pub fn request_timeout(mut self, timeout: Duration) -> ClientBuilder {
         self.request_timeout = timeout;
+        self
+    }
+
+    /// The deadline of a whole call: every attempt and every wait between attempts end
+    /// within it, and the call fails with [`Error::Timeout`] when it passes, however many
+    /// retries remain (a retry whose wait would end after it is not made). Default: the
+    /// request timeout + 30 s ([`DEFAULT_CALL_TIMEOUT`](Self::DEFAULT_CALL_TIMEOUT) with the
+    /// default request timeout). A streamed listing must end within it too.
+    /// [`Request::call_timeout`](crate::Request::call_timeout) overrides it for one request.
+    pub fn call_timeout(mut self, timeout: Duration) -> ClientBuilder {
+        self.call_timeout = Some(timeout);
+        self
+    }
+
+    /// The most bytes of a successful answer held at once (default
+    /// [`DEFAULT_MAX_BODY_BYTES`](Self::DEFAULT_MAX_BODY_BYTES), 512 MiB): a longer body is
+    /// not read further and the call fails with [`Error::TooLarge`]. For a streamed listing
+    /// it bounds one element and the answer without its list, not the whole stream. Error
+    /// answers have their own, lower limit,
+    /// [`MAX_ERROR_BODY_BYTES`](Self::MAX_ERROR_BODY_BYTES) (or this one, if lower).
+    pub fn max_body_bytes(mut self, limit: u64) -> ClientBuilder {
+        self.max_body_bytes = limit;
         self
     }
 
@@ -210,11 +269,19 @@ impl ClientBuilder {
             token: self.token,
             user_name,
             retry: self.retry,
+            call_timeout: self
+                .call_timeout
+                .unwrap_or(self.request_timeout.saturating_add(CALL_TIMEOUT_MARGIN)),
+            max_body: self.max_body_bytes,
             pinned: self.version,
             negotiated: tokio::sync::OnceCell::new(),
         }))
     }
 }
+
+/// What the default call timeout adds to the request timeout: room to retry failures that
+/// come quickly (a refused connection, a 503) after a slow attempt.
+const CALL_TIMEOUT_MARGIN: Duration = Duration::from_secs(30);
 
 impl std::fmt::Debug for ClientBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -226,6 +293,8 @@ impl std::fmt::Debug for ClientBuilder {
             .field("identity", &self.identity)
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
+            .field("call_timeout", &self.call_timeout)
+            .field("max_body_bytes", &self.max_body_bytes)
             .field("retry", &self.retry)
             .field("version", &self.version)
             .field("user_agent", &self.user_agent)

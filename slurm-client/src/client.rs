@@ -31,6 +31,10 @@ pub(crate) struct Inner {
     pub token: Option<Arc<dyn TokenProvider>>,
     pub user_name: Option<HeaderValue>,
     pub retry: RetryPolicy,
+    /// The deadline of one call, retries included.
+    pub call_timeout: std::time::Duration,
+    /// The most bytes of an answer held at once.
+    pub max_body: u64,
     pub pinned: Option<ApiVersion>,
     pub negotiated: tokio::sync::OnceCell<Negotiated>,
 }
@@ -143,6 +147,8 @@ impl std::fmt::Debug for Client {
             .field("token", &i.token)
             .field("user_name", &i.user_name)
             .field("retry", &i.retry)
+            .field("call_timeout", &i.call_timeout)
+            .field("max_body", &i.max_body)
             .field("pinned", &i.pinned)
             .field("negotiated", &i.negotiated.get())
             .finish_non_exhaustive()

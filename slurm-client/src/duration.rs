@@ -43,7 +43,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, InvalidDuration> {
             "{text:?} must be a positive duration"
         )));
     }
-    Ok(Duration::from_secs_f64(secs))
+    // `from_secs_f64` panics beyond `Duration::MAX` (about 585 billion years).
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| InvalidDuration(format!("{text:?} is too long a duration")))
 }
 
 #[cfg(test)]
@@ -64,5 +66,8 @@ mod tests {
         assert!(err("5 days").contains("\"days\""));
         assert!(err("1y").contains("unknown unit"));
         assert!(err("soon").contains("\"soon\""));
+        // Regression: beyond `Duration::MAX` this panicked.
+        assert!(err("99999999999999999999999").contains("too long"));
+        assert!(err("1e400").contains("unknown unit"));
     }
 }

@@ -95,7 +95,10 @@ pub enum Error {
         source: reqwest::Error,
     },
 
-    /// No complete answer arrived in time (connect or request timeout).
+    /// No complete answer arrived in time: the connect timeout, the timeout of one attempt
+    /// ([`ClientBuilder::request_timeout`](crate::ClientBuilder::request_timeout)) or the
+    /// deadline of the whole call, retries included
+    /// ([`ClientBuilder::call_timeout`](crate::ClientBuilder::call_timeout)).
     #[error("{method} {path}: timed out: {detail}")]
     Timeout {
         /// HTTP method of the request.
@@ -104,6 +107,26 @@ pub enum Error {
         path: String,
         /// The whole chain of causes, in words.
         detail: String,
+    },
+
+    /// The answer's body is larger than the client accepts: reading stopped at `limit` bytes
+    /// (nothing past it is held). The limit is
+    /// [`ClientBuilder::max_body_bytes`](crate::ClientBuilder::max_body_bytes) for a
+    /// successful answer (for a streamed listing, for one element or for the rest of the
+    /// answer), and [`ClientBuilder::MAX_ERROR_BODY_BYTES`](crate::ClientBuilder::MAX_ERROR_BODY_BYTES)
+    /// for an error answer.
+    #[error("{method} {path}: {what} larger than the limit of {limit} bytes (HTTP {status})")]
+    TooLarge {
+        /// HTTP method of the request.
+        method: Method,
+        /// Path of the request.
+        path: String,
+        /// HTTP status of the answer.
+        status: u16,
+        /// What was too large, e.g. `"answer body"`, `"error answer body"` or `"jobs[] element"`.
+        what: String,
+        /// The limit, in bytes.
+        limit: u64,
     },
 
     /// The answer does not match what the API spec says it should be.
@@ -191,6 +214,9 @@ pub enum ErrorKind {
     Config,
     /// See [`Error::Credentials`].
     Credentials,
+    // Added after the first release: placed last so that the others keep their discriminants.
+    /// See [`Error::TooLarge`].
+    TooLarge,
 }
 
 impl ErrorKind {
@@ -204,6 +230,7 @@ impl ErrorKind {
             ErrorKind::Status => "http_status",
             ErrorKind::Transport => "transport",
             ErrorKind::Timeout => "timeout",
+            ErrorKind::TooLarge => "too_large",
             ErrorKind::Decode => "decode",
             ErrorKind::Encode => "encode",
             ErrorKind::Unsupported => "unsupported",
@@ -231,6 +258,7 @@ impl Error {
             Error::Status { .. } => ErrorKind::Status,
             Error::Transport { .. } => ErrorKind::Transport,
             Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::TooLarge { .. } => ErrorKind::TooLarge,
             Error::Decode { .. } => ErrorKind::Decode,
             Error::Encode { .. } => ErrorKind::Encode,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
@@ -251,7 +279,8 @@ impl Error {
             Error::Auth { status, .. }
             | Error::NotFound { status, .. }
             | Error::Rejected { status, .. }
-            | Error::Status { status, .. } => Some(*status),
+            | Error::Status { status, .. }
+            | Error::TooLarge { status, .. } => Some(*status),
             Error::BadRequest { .. } => Some(400),
             _ => None,
         }

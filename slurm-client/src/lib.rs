@@ -94,7 +94,7 @@
 //! - The generated per-version modules (`v0_0_40` … `v0_0_45`) keep the shape progenitor
 //!   gives them and change whenever the upstream OpenAPI specs or this crate's overlay
 //!   change. Such a change is breaking: while the crate is 0.x it bumps the minor version.
-//! - `__bench` is hidden from the documentation and is not API.
+//! - `__bench` and `__fuzz` are hidden from the documentation and are not API.
 //! - The minimum supported Rust version is the `rust-version` in Cargo.toml; raising it
 //!   is a minor-version change.
 //!
@@ -105,10 +105,15 @@
 #[doc(hidden)]
 #[path = "bench.rs"]
 pub mod __bench;
+#[doc(hidden)]
+#[path = "fuzz.rs"]
+pub mod __fuzz;
 mod auth;
+mod body;
 mod builder;
 mod classify;
 mod client;
+mod deadline;
 mod decode;
 mod duration;
 mod endpoint;

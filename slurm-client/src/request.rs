@@ -25,6 +25,7 @@ pub struct Request {
     pub(crate) body: Option<Result<Vec<u8>, String>>,
     pub(crate) idempotent: bool,
     pub(crate) timeout: Option<Duration>,
+    pub(crate) call_timeout: Option<Duration>,
 }
 
 impl Request {
@@ -39,6 +40,7 @@ impl Request {
             body: None,
             idempotent,
             timeout: None,
+            call_timeout: None,
         }
     }
 
@@ -97,9 +99,17 @@ impl Request {
         self
     }
 
-    /// Overrides the client's request timeout for this request.
+    /// Overrides the client's request timeout (one attempt) for this request.
     pub fn timeout(mut self, timeout: Duration) -> Request {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Overrides the client's call timeout for this request: the deadline of the whole call,
+    /// every attempt and the waits between them included (see
+    /// [`ClientBuilder::call_timeout`](crate::ClientBuilder::call_timeout)).
+    pub fn call_timeout(mut self, timeout: Duration) -> Request {
+        self.call_timeout = Some(timeout);
         self
     }
 

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use backon::Retryable;
+use backon::BackoffBuilder;
 use reqwest::Method;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use secrecy::ExposeSecret;
@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use crate::auth::TokenError;
 use crate::classify::classify;
 use crate::client::Inner;
+use crate::deadline::Deadline;
 use crate::decode::{decode, head};
 use crate::endpoint::join;
 use crate::envelope::Envelope;
@@ -52,20 +53,27 @@ pub(crate) async fn execute<T: DeserializeOwned>(
 }
 
 /// [`execute`] with another way of reading the answer than [`read_answer`].
+///
+/// Every attempt and every wait between attempts ends before the call's [`Deadline`]; a
+/// retry that could only start after it is not made.
 pub(crate) async fn execute_with<X>(
     inner: &Inner,
     request: &Request,
     read: impl Fn(&Method, &str, u16, Vec<u8>) -> Result<X, Error>,
 ) -> Result<X, Error> {
-    let once = || attempt(inner, request, &read);
-    if !request.idempotent || inner.retry.retries() == 0 {
-        return once().await;
+    let deadline = Deadline::start(inner, request);
+    let mut waits = inner.retry.backoff().build();
+    loop {
+        let err = match deadline.run(request, attempt(inner, request, &read)).await {
+            Err(err) if request.idempotent && err.is_transient() => err,
+            other => return other,
+        };
+        let Some(wait) = waits.next().filter(|wait| deadline.allows(*wait)) else {
+            return Err(err);
+        };
+        log_retry(request, &err, wait);
+        tokio::time::sleep(wait).await;
     }
-    once.retry(inner.retry.backoff())
-        .sleep(tokio::time::sleep)
-        .when(Error::is_transient)
-        .notify(|err, wait| log_retry(request, err, wait))
-        .await
 }
 
 async fn attempt<X>(
@@ -76,12 +84,8 @@ async fn attempt<X>(
     let started = Instant::now();
     let response = send(inner, request).await?;
     let status = response.status().as_u16();
-    // `bytes()` collects the body into one buffer, which becomes the `Vec` without a copy.
-    let body: Vec<u8> = response
-        .bytes()
-        .await
-        .map_err(|e| network_error(request, e))?
-        .into();
+    let (limit, what) = crate::body::limit_for(status, inner.max_body);
+    let body = crate::body::read_capped(response, request, limit, what).await?;
     tracing::debug!(
         method = %request.method,
         path = %request.path,

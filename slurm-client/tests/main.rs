@@ -19,6 +19,7 @@ mod cli;
 mod generated_decode;
 mod golden;
 mod job_stream_failures;
+mod limits;
 mod mutations;
 mod secrets;
 mod tls;

@@ -1,20 +1,14 @@
-//! Serving the router over plain HTTP or TLS (rustls).
-
-use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
+//! Serving the router over plain HTTP or TLS (rustls), through the shared hardened server.
 
 use anyhow::Context;
 use axum::Router;
-use axum::serve::ListenerExt;
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use std::path::Path;
+use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::{self, ServerConfig};
-use tracing::{debug, warn};
 
 /// Reads a PEM certificate chain and key into a TLS acceptor.
 pub fn tls_acceptor(cert: &Path, key: &Path) -> anyhow::Result<TlsAcceptor> {
@@ -38,68 +32,22 @@ pub fn tls_acceptor(cert: &Path, key: &Path) -> anyhow::Result<TlsAcceptor> {
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-/// Serves `router` on `listener` until `shutdown` completes.
+/// Serves `router` on `listener` until `shutdown` completes, then drains (scrapes in flight
+/// are answered) and returns: the shared hardened [`kube_support::server`] with its probe limits
+/// (header, body and request deadlines; caps on connections, concurrent requests and bodies).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    match tls {
-        None => axum::serve(listener.tap_io(no_delay), router)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .context("HTTP server failed"),
-        Some(acceptor) => {
-            serve_tls(listener, router, acceptor, shutdown).await;
-            Ok(())
-        }
-    }
-}
-
-async fn serve_tls(
-    listener: TcpListener,
-    router: Router,
-    acceptor: TlsAcceptor,
-    shutdown: impl Future<Output = ()>,
-) {
-    tokio::pin!(shutdown);
-    loop {
-        let (mut tcp, peer) = tokio::select! {
-            () = &mut shutdown => return,
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-        };
-        no_delay(&mut tcp);
-        let acceptor = acceptor.clone();
-        let service = TowerToHyperService::new(router.clone());
-        tokio::spawn(async move {
-            let stream =
-                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                    Ok(Ok(stream)) => stream,
-                    Ok(Err(e)) => return debug!(%peer, error = %e, "TLS handshake failed"),
-                    Err(_) => return debug!(%peer, "TLS handshake timed out"),
-                };
-            let result = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(e) = result {
-                debug!(%peer, error = %e, "connection ended with an error");
-            }
-        });
-    }
-}
-
-/// Sends small writes at once: with Nagle's algorithm the tail of a large /metrics body
-/// waited for the scraper's delayed ACK, up to 40 ms (measured by the scale benchmark).
-fn no_delay(tcp: &mut tokio::net::TcpStream) {
-    if let Err(e) = tcp.set_nodelay(true) {
-        debug!(error = %e, "cannot set TCP_NODELAY");
-    }
+    kube_support::server::serve(
+        listener,
+        tls,
+        router,
+        &kube_support::server::Limits::PROBES,
+        shutdown,
+    )
+    .await;
+    Ok(())
 }

@@ -1,7 +1,7 @@
 //! The Helm chart (`charts/slurm-exporter`) rendered by real Helm (no cluster, no Slurm): lint,
 //! the Deployment's image, flags and env (accepted by the binary itself), token mounts, security
-//! context, Service, ServiceMonitor, the dashboard ConfigMap (the very file the dashboard test
-//! checks) and the schema.
+//! context, Service, ServiceMonitor, the PrometheusRule (the rules file, which promtool checks and
+//! unit-tests), the dashboard ConfigMap (the very file the dashboard test checks) and the schema.
 
 use std::process::Command;
 
@@ -317,6 +317,54 @@ fn service_monitor() {
         monitor["spec"]["namespaceSelector"]["matchNames"],
         json!([NS])
     );
+}
+
+/// `charts/slurm-exporter/rules/`: the alert rules and their promtool unit tests.
+const RULES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/slurm-exporter/rules");
+
+#[test]
+fn prometheus_rule_holds_the_rules_file() {
+    assert!(render(&[]).iter().all(|o| o["kind"] != "PrometheusRule"));
+    let objects = render(&[
+        "--set",
+        "prometheusRule.enabled=true",
+        "--set",
+        "prometheusRule.labels.release=prom",
+    ]);
+    let rule = one(&objects, "PrometheusRule");
+    assert_eq!(rule["apiVersion"], "monitoring.coreos.com/v1");
+    assert_eq!(rule["metadata"]["labels"]["release"], "prom");
+    assert_eq!(rule["metadata"]["namespace"], NS);
+    let file: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(format!("{RULES_DIR}/slurm.rules.yaml")).unwrap(),
+    )
+    .unwrap();
+    // The very groups of the file, Prometheus' own templates left as they are.
+    assert_eq!(rule["spec"]["groups"], file["groups"]);
+    assert!(rule.to_string().contains("{{ $labels.instance }}"));
+}
+
+/// `promtool check rules` and `promtool test rules` (Debian's `prometheus` package, which CI
+/// installs): the rules parse, and each alert fires after its `for:` on the series of its
+/// failure and stays quiet on healthy ones (`rules/slurm.rules.test.yaml`).
+#[test]
+fn alert_rules_pass_promtool() {
+    for args in [
+        ["check", "rules", "slurm.rules.yaml"],
+        ["test", "rules", "slurm.rules.test.yaml"],
+    ] {
+        let out = Command::new("promtool")
+            .args(args)
+            .current_dir(RULES_DIR)
+            .output()
+            .unwrap_or_else(|e| panic!("promtool (Debian's prometheus package): {e}"));
+        assert!(
+            out.status.success(),
+            "promtool {args:?}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 #[test]

@@ -3,17 +3,15 @@
 //! is simpler and safer than stopping every controller in place.
 
 use kube::Client;
-use tokio::sync::watch;
 
-pub use kube_support::leader::{lost, lost_if_electing, namespace};
+pub use kube_support::leader::{Leader, Lost, namespace};
 
 /// The Lease's name, as Slinky's operator names its own.
 pub const LEASE_NAME: &str = "slurm-operator";
 /// The field manager of the Lease's writes.
 pub const FIELD_MANAGER: &str = "slurm-operator-leader";
 
-/// Waits until this process holds the lease in `namespace`; returns a receiver that turns
-/// `false` when the lease is lost (see [`lost`]).
-pub async fn acquire(client: Client, namespace: &str) -> anyhow::Result<watch::Receiver<bool>> {
+/// Waits until this process holds the lease in `namespace` (see [`Leader`]).
+pub async fn acquire(client: Client, namespace: &str) -> anyhow::Result<Leader> {
     kube_support::leader::acquire(client, namespace, LEASE_NAME, FIELD_MANAGER).await
 }

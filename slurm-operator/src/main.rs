@@ -123,16 +123,20 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     kube_support::tls::install_crypto_provider();
     let client =
         kube_support::client::connect(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")).await?;
+    let shutdown = kube_support::shutdown::Shutdown::on_signal();
     let metrics = Arc::new(Metrics::default());
     let ready = Readiness::default();
-    tokio::spawn({
+    // The servers drain on `shutdown`; `run` waits for them before it returns.
+    let health_server = tokio::spawn({
         let (health, metrics_addr) = (
             kube_support::http::listen_addr(&args.health_addr)?,
             kube_support::http::listen_addr(&args.metrics_addr)?,
         );
-        let (metrics, ready) = (metrics.clone(), ready.clone());
+        let (metrics, ready, shutdown) = (metrics.clone(), ready.clone(), shutdown.clone());
         async move {
-            if let Err(e) = kube_support::http::serve(health, metrics_addr, metrics, ready).await {
+            let served =
+                kube_support::http::serve_until(health, metrics_addr, metrics, ready, shutdown);
+            if let Err(e) = served.await {
                 tracing::error!(error = %e, "health/metrics server stopped");
                 std::process::exit(1);
             }
@@ -140,10 +144,10 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     });
 
     // Every replica answers admission reviews, leader or not.
-    tokio::spawn({
-        let (args, client) = (args.webhook.clone(), client.clone());
+    let webhook_server = tokio::spawn({
+        let (args, client, shutdown) = (args.webhook.clone(), client.clone(), shutdown.clone());
         async move {
-            if let Err(e) = webhook::serve(args, client).await {
+            if let Err(e) = webhook::serve_until(args, client, shutdown).await {
                 tracing::error!(error = %e, "admission webhook stopped");
                 std::process::exit(1);
             }
@@ -152,7 +156,16 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
 
     let leader = if args.leader_elect {
         let namespace = leader::namespace(args.leader_elect_namespace.as_deref());
-        Some(leader::acquire(client.clone(), &namespace).await?)
+        let leader = tokio::select! {
+            leader = leader::acquire(client.clone(), &namespace) => leader?,
+            () = shutdown.triggered() => {
+                tracing::info!("SIGTERM or SIGINT while waiting for leadership; stopping");
+                return Ok(());
+            }
+        };
+        // Ends the process at the renew deadline, wherever the rest of it is.
+        tokio::spawn(leader.fence());
+        Some(leader)
     } else {
         None
     };
@@ -193,14 +206,22 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     ready.set_ready();
 
-    tokio::select! {
+    let stopped = tokio::select! {
         _ = watchers.join_next() => anyhow::bail!("a watcher stopped"),
-        _ = leader::lost_if_electing(leader) => anyhow::bail!("lost the leader-election lease; exiting so that a restart re-joins the election"),
-        () = kube_support::shutdown::signal() => {
+        () = shutdown.triggered() => {
             tracing::info!("SIGTERM or SIGINT; stopping");
+            // The controllers stop before the Lease goes, so that the next leader never acts
+            // beside them.
+            watchers.shutdown().await;
+            if let Some(leader) = leader {
+                leader.release().await;
+            }
             Ok(())
         }
-    }
+    };
+    // In-flight reviews and probes are answered (the servers stopped accepting at the trigger).
+    let _ = tokio::join!(webhook_server, health_server);
+    stopped
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

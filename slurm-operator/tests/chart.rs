@@ -117,7 +117,10 @@ fn namespaced_rules() -> BTreeMap<String, Vec<String>> {
         ),
         ("/pods", &["list", "watch", "create", "patch", "delete"]),
         ("/pods/status", &["patch"]),
-        ("/persistentvolumeclaims", &["get", "create"]),
+        (
+            "/persistentvolumeclaims",
+            &["get", "list", "create", "patch"],
+        ),
         ("events.k8s.io/events", &["create", "patch"]),
     ])
 }
@@ -149,6 +152,7 @@ fn the_deployment_runs_the_operator_image_with_its_flags() {
             "--metrics-addr=:8080",
             "--log-format=text",
             "--webhook-addr=:9443",
+            "--webhook-timeout-seconds=10",
             cert_dir.as_str(),
         ]
     );
@@ -217,6 +221,10 @@ fn pod_and_container_are_locked_down() {
     assert_eq!(c["capabilities"]["drop"], json!(["ALL"]));
     let requests = &container(&objs)["resources"]["requests"];
     assert!(requests["cpu"].is_string() && requests["memory"].is_string());
+    // A memory limit (the values justify it by the measured peak), and no CPU limit.
+    let limits = &container(&objs)["resources"]["limits"];
+    assert_eq!(limits["memory"], "512Mi");
+    assert!(limits.get("cpu").is_none());
 }
 
 /// The chart's arguments get through the binary's own parser: it fails only at the API server.

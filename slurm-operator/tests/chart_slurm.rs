@@ -574,12 +574,11 @@ fn default_render_is_a_small_runnable_cluster() {
         BTreeSet::from([
             kn("Secret", "slurm-auth-slurm"),
             kn("Secret", "slurm-auth-jwt"),
-            kn("ConfigMap", "slurm-config-extra"),
             kn("Controller", "slurm"),
             kn("RestApi", "slurm"),
             kn("NodeSet", "slurm-worker-slinky"),
         ]),
-        "no Accounting, no LoginSet by default"
+        "no Accounting, no LoginSet, no extra config files by default"
     );
     let slurm_conf = check_cluster(&r, &Inputs::default()).unwrap();
 
@@ -592,7 +591,7 @@ fn default_render_is_a_small_runnable_cluster() {
         c["jwtKeyRef"],
         json!({"name": "slurm-auth-jwt", "key": "jwt.key"})
     );
-    assert_eq!(c["configFileRefs"], json!([{"name": "slurm-config-extra"}]));
+    assert!(c.get("configFileRefs").is_none(), "{c}");
     assert_eq!(c["slurmctld"]["image"], image("slurmctld"));
     assert_eq!(c["reconfigure"]["image"], image("slurmctld"));
     assert_eq!(c["logfile"]["image"], "docker.io/library/alpine:latest");
@@ -600,17 +599,10 @@ fn default_render_is_a_small_runnable_cluster() {
     assert_eq!(c["persistence"]["enabled"], true);
     assert_eq!(c["persistence"]["resources"]["requests"]["storage"], "4Gi");
     assert!(c.get("accountingRef").is_none() && c.get("clusterName").is_none());
-    // Runs on hosts without usable cgroups (the test ground): cgroup.conf off, and slurm.conf
-    // lines that need no cgroup plugin.
-    assert_eq!(
-        r.get("ConfigMap", "slurm-config-extra")["data"],
-        json!({"cgroup.conf": "CgroupPlugin=disabled\n"})
-    );
+    // cgroups on, as in Slinky's chart: nothing added, the operator's cgroup.conf applies.
     assert_eq!(
         c["extraConf"],
-        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n\
-         JobAcctGatherType=jobacct_gather/none\n\
-         PartitionName=all Nodes=ALL Default=YES MaxTime=UNLIMITED\n"
+        "PartitionName=all Nodes=ALL Default=YES MaxTime=UNLIMITED\n"
     );
 
     let n = &r.get("NodeSet", "slurm-worker-slinky")["spec"];
@@ -633,7 +625,6 @@ fn default_render_is_a_small_runnable_cluster() {
     for line in [
         "ClusterName=slurm_slurm",
         "NodeSet=slinky Feature=slinky",
-        "ProctrackType=proctrack/linuxproc",
         "PartitionName=all Nodes=ALL Default=YES MaxTime=UNLIMITED",
     ] {
         assert!(
@@ -641,6 +632,7 @@ fn default_render_is_a_small_runnable_cluster() {
             "{line:?} not in slurm.conf:\n{slurm_conf}"
         );
     }
+    assert!(!slurm_conf.contains("proctrack/linuxproc"), "{slurm_conf}");
 
     // The chart labels, on the resources and their pods; none of the operator's selector labels.
     for o in &r.0 {
@@ -668,7 +660,6 @@ fn names_follow_the_release() {
         ("NodeSet", "hpc-slurm-worker-slinky"),
         ("Secret", "hpc-slurm-auth-slurm"),
         ("Secret", "hpc-slurm-auth-jwt"),
-        ("ConfigMap", "hpc-slurm-config-extra"),
     ] {
         assert!(
             names.contains(&kn(kind, name)),
@@ -741,9 +732,7 @@ fn slinky_values_file_renders_the_expected_resources() {
     // extraConf wins over extraConfMap (as in Slinky's chart); the partitions follow.
     assert_eq!(
         c["extraConf"],
-        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n\
-         JobAcctGatherType=jobacct_gather/none\n\
-         SchedulerParameters=defer\nReturnToService=2\n\
+        "SchedulerParameters=defer\nReturnToService=2\n\
          PartitionName=all Nodes=ALL Default=YES MaxTime=UNLIMITED\n\
          PartitionName=gpu Nodes=gpu MaxTime=4:00:00 State=UP\n"
     );
@@ -883,7 +872,7 @@ fn other_value_combinations_render_valid_resources() {
             "--set",
             "prologScriptRefs[0].name=site-prolog",
             "--set",
-            "controller.extraConfMap.ProctrackType=proctrack/cgroup,controller.extraConfMap.DebugFlags=",
+            "cgroups.enabled=false,controller.extraConfMap.ProctrackType=proctrack/cgroup,controller.extraConfMap.DebugFlags=",
             "--set",
             "partitions.d.enabled=true,partitions.d.nodesets[0]=d,partitions.d.configMap.MaxNodes=0",
             "--set",
@@ -920,8 +909,8 @@ fn other_value_combinations_render_valid_resources() {
     );
     assert_eq!(c["prologScriptRefs"], json!([{"name": "site-prolog"}]));
     assert!(c["slurmctld"].get("imagePullPolicy").is_none());
-    // The values set ProctrackType: the chart leaves it out; empty map values are left out,
-    // 0 is kept.
+    // cgroups off, and the values set ProctrackType: the chart leaves that one out; empty map
+    // values are left out, 0 is kept.
     let extra = c["extraConf"].as_str().unwrap();
     assert!(extra.starts_with("TaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"));
     assert!(
@@ -983,17 +972,27 @@ fn other_value_combinations_render_valid_resources() {
         json!({"host": "ctld.example", "port": 6817})
     );
 
-    // cgroups on: nothing added, the operator's cgroup.conf applies.
-    let r = render("slurm", &["--set", "cgroups.enabled=true"]);
+    // cgroups off, for hosts that cannot delegate them (the test ground): cgroup.conf off, and
+    // slurm.conf lines that need no cgroup plugin.
+    let r = render("slurm", &["--set", "cgroups.enabled=false"]);
     let conf = check_cluster(&r, &Inputs::default()).unwrap();
-    assert!(r.all("ConfigMap").next().is_none());
+    assert_eq!(
+        r.get("ConfigMap", "slurm-config-extra")["data"],
+        json!({"cgroup.conf": "CgroupPlugin=disabled\n"})
+    );
     let c = &r.get("Controller", "slurm")["spec"];
-    assert!(c.get("configFileRefs").is_none());
+    assert_eq!(c["configFileRefs"], json!([{"name": "slurm-config-extra"}]));
     assert_eq!(
         c["extraConf"],
-        "PartitionName=all Nodes=ALL Default=YES MaxTime=UNLIMITED\n"
+        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n\
+         JobAcctGatherType=jobacct_gather/none\n\
+         PartitionName=all Nodes=ALL Default=YES MaxTime=UNLIMITED\n"
     );
-    assert!(!conf.contains("ProctrackType"), "{conf}");
+    assert!(
+        conf.lines()
+            .any(|l| l == "ProctrackType=proctrack/linuxproc"),
+        "{conf}"
+    );
 }
 
 #[test]
@@ -1021,6 +1020,91 @@ fn schema_refuses_typos_and_impossible_values() {
             err.contains(says),
             "--set {set}: the error does not name {says:?}: {err}"
         );
+    }
+}
+
+#[test]
+fn vendor_presets_are_rendered_or_refused_by_name() {
+    // NVIDIA DCGM, as Slinky's chart renders it: the scripts' ConfigMaps, the Controller's refs,
+    // and the job-mapping directory in the NodeSet that asks for GPUs only.
+    let r = render(
+        "slurm",
+        &[
+            "--set",
+            "vendor.nvidia.dcgm.enabled=true",
+            "--set-json",
+            r#"nodesets={"gpu":{"slurmd":{"resources":{"limits":{"nvidia.com/gpu":8}}}},"cpu":{}}"#,
+        ],
+    );
+    let prolog = r.get("ConfigMap", "slurm-prolog-dcgm");
+    let script = prolog["data"]["prolog-90-dcgm.sh"].as_str().unwrap();
+    assert!(
+        script.starts_with("#!/bin/bash")
+            && script.contains("dir='/var/lib/dcgm-exporter/job-mapping'")
+            && script.contains("SLURM_JOB_GPUS")
+            && script.trim_end().ends_with("exit 0"),
+        "{script}"
+    );
+    let epilog = r.get("ConfigMap", "slurm-epilog-dcgm");
+    assert!(
+        epilog["data"]["epilog-90-dcgm.sh"]
+            .as_str()
+            .unwrap()
+            .contains("rm -f")
+    );
+    let controller = r.get("Controller", "slurm");
+    for (field, name) in [
+        ("prologScriptRefs", "slurm-prolog-dcgm"),
+        ("epilogScriptRefs", "slurm-epilog-dcgm"),
+    ] {
+        assert!(
+            controller["spec"][field]
+                .as_array()
+                .is_some_and(|refs| refs.iter().any(|x| x["name"] == name)),
+            "{field}: {}",
+            controller["spec"]
+        );
+    }
+    let gpu = r.get("NodeSet", "slurm-worker-gpu");
+    assert_eq!(
+        gpu["spec"]["slurmd"]["volumeMounts"][0],
+        serde_json::json!({"name": "dcgm-job-mapping", "mountPath": "/var/lib/dcgm-exporter/job-mapping"})
+    );
+    assert_eq!(
+        gpu["spec"]["template"]["spec"]["volumes"][0]["hostPath"],
+        serde_json::json!({"type": "DirectoryOrCreate", "path": "/var/lib/dcgm-exporter/job-mapping"})
+    );
+    let cpu = r.get("NodeSet", "slurm-worker-cpu");
+    assert!(
+        !cpu.to_string().contains("dcgm-job-mapping"),
+        "no GPUs asked for: {cpu}"
+    );
+    // Off (the default): nothing of it.
+    assert!(
+        render("slurm", &[])
+            .find("ConfigMap", "slurm-prolog-dcgm")
+            .is_none()
+    );
+
+    // What would go into a script unquoted, and the presets not rendered, are refused by name.
+    for (args, says) in [
+        (
+            vec![
+                "--set",
+                "vendor.nvidia.dcgm.enabled=true,vendor.nvidia.dcgm.jobMappingDir=/x'; rm -rf /",
+            ],
+            "vendor.nvidia.dcgm.jobMappingDir",
+        ),
+        (
+            vec![
+                "--set-json",
+                r#"vendor.google.a3mega=[{"targetNodeSet":"gpu"}]"#,
+            ],
+            "vendor.google.a3mega: Slinky's Google a3mega preset",
+        ),
+    ] {
+        let err = refused(&args);
+        assert!(err.contains(says), "{args:?}: {err}");
     }
 }
 

@@ -48,15 +48,7 @@ async fn slinky_manifests_make_a_working_cluster_that_scales_in_safely() {
     ground().apply(env.name(), &extra_manifest());
     // ssh on the workers, as Slinky's chart renders `nodesets.slinky.ssh.enabled: true`; before
     // the operator starts, so that the first pods have it.
-    ground().ok(&[
-        "patch",
-        "-n",
-        env.name(),
-        &format!("nodeset/{NODESET}"),
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"ssh":{"enabled":true,"sssdConfRef":{"name":"slurm-sssd-conf","key":"sssd.conf"}}}}"#,
-    ]);
+    env.merge_patch(&format!("nodeset/{NODESET}"), r#"{"spec":{"ssh":{"enabled":true,"sssdConfRef":{"name":"slurm-sssd-conf","key":"sssd.conf"}}}}"#);
     env.start_operator(&["--slurm-poll", "1s", "--metrics-addr", metrics::ADDR]);
     let metrics_at = test_support::ground::forward_into_ground(metrics::ADDR.parse().unwrap());
 

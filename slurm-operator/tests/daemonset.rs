@@ -169,15 +169,7 @@ async fn daemonset_mode_follows_the_nodes_and_drains_before_delete() {
         r#"{{"spec":{{"template":{{"spec":{{"nodeSelector":{{"{}":"yes"}}}}}}}}}}"#,
         guard.label
     );
-    ground().ok(&[
-        "patch",
-        "-n",
-        env.name(),
-        &format!("nodeset/{NODESET}"),
-        "--type=merge",
-        "-p",
-        &patch,
-    ]);
+    env.merge_patch(&format!("nodeset/{NODESET}"), &patch);
     let after = wait_pods(&env, &["node-1", "node-2"]);
     assert_eq!(after[..], before[..2], "the selected nodes keep their pods");
     // It was drained (the operator's event) before it was deleted; the pod's preStop then

@@ -72,15 +72,7 @@ async fn wait<T>(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> Op
 }
 
 fn patch(env: &TestEnv, json: &str) {
-    ground().ok(&[
-        "patch",
-        "-n",
-        env.name(),
-        &format!("nodeset/{NODESET}"),
-        "--type=merge",
-        "-p",
-        json,
-    ]);
+    env.merge_patch(&format!("nodeset/{NODESET}"), json);
 }
 
 #[tokio::test(flavor = "multi_thread")]

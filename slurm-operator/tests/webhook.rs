@@ -17,7 +17,7 @@ use slurm_operator::webhook::{self, Endpoint, WebhookArgs};
 const SCOPE_LABEL: &str = "slurm-rs.test/webhook";
 
 /// The CRDs as this build generates them (the types the webhook decodes), once per process.
-fn ensure_crds() {
+pub(crate) fn ensure_crds() {
     static APPLIED: std::sync::Once = std::sync::Once::new();
     APPLIED.call_once(|| {
         let g = ground();
@@ -54,14 +54,14 @@ fn free_port() -> u16 {
 
 /// The webhook server on its own runtime and thread, and its configuration; dropping it deletes
 /// the configuration (the server thread ends with the test process).
-struct Webhook {
+pub(crate) struct Webhook {
     configuration: String,
 }
 
 impl Webhook {
     /// Installs a configuration named after the namespace that sends the namespace's requests to
     /// `https://127.0.0.1:<port>`, then starts `serve` with `args` filled in for that port.
-    fn start(env: &TestEnv, ca_bundle: Option<&[u8]>, mut args: WebhookArgs) -> Webhook {
+    pub(crate) fn start(env: &TestEnv, ca_bundle: Option<&[u8]>, mut args: WebhookArgs) -> Webhook {
         let g = ground();
         let ns = env.name();
         g.ok(&["label", "namespace", ns, &format!("{SCOPE_LABEL}={ns}")]);
@@ -118,7 +118,7 @@ impl Webhook {
     /// Waits until the API server calls the webhook for the namespace: a server-side dry run of
     /// an invalid Token is refused by it (the API server picks up configuration changes a
     /// moment later, and the self-signed mode writes the caBundle after the start).
-    fn wait_ready(&self, env: &TestEnv) {
+    pub(crate) fn wait_ready(&self, env: &TestEnv) {
         let deadline = Instant::now() + Duration::from_secs(60);
         let probe = "apiVersion: slinky.slurm.net/v1beta1\nkind: Token\nmetadata: {name: probe}\n\
                      spec: {jwtKeyRef: {name: slurm-auth-jwt, key: jwt.key}, username: \"\"}\n";

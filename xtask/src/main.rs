@@ -4,6 +4,7 @@ mod bench;
 mod conformance;
 mod demo;
 mod fixtures;
+mod fuzz;
 mod generate;
 mod helm;
 mod image;
@@ -111,6 +112,17 @@ enum Cmd {
         #[arg(long)]
         if_changed: bool,
     },
+    /// The fuzz targets of xtask/fuzz (cargo-fuzz, libFuzzer; needs a nightly toolchain and
+    /// installs cargo-fuzz on first use), one or each in turn; seeds in xtask/fuzz/corpus/,
+    /// crashes left in xtask/fuzz/artifacts/.
+    Fuzz {
+        /// One target (default: each in turn): hostlist, jobs_decode, nodes_decode,
+        /// stream_split, operator_review, bridge_review, bridge_annotations, sbatch, extra_conf.
+        target: Option<String>,
+        /// How long each target runs.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+    },
     /// slurm-client built with its MSRV, Debian trixie's rustc and cargo (in a root made with
     /// mmdebstrap, cached), from the crate as `cargo package` makes it, offline (needs root).
     Msrv,
@@ -150,6 +162,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Fixtures(cmd) => fixtures::run(&workspace(), cmd),
         Cmd::Generate { check } => generate::run(check),
         Cmd::Msrv => msrv::run_check(&workspace()),
+        Cmd::Fuzz { target, seconds } => fuzz::run(&workspace(), target.as_deref(), seconds),
         Cmd::Image(cmd) => image::run(&workspace(), cmd),
         Cmd::Kube(cmd) => kube::run(cmd, &workspace()),
         Cmd::Helm(cmd) => helm::run(&workspace(), cmd),

@@ -2,15 +2,18 @@
 //! with real Helm from the chart directories and the project's own images (`cargo xtask image
 //! project --tag e2e-upgrade`), install the CRDs and the operator, a Slurm cluster from the `slurm`
 //! chart, run a job with the `slurm` CLI image; install the exporter and scrape it through its
-//! Service; install the bridge (its token from a Token resource) and have Slurm place a pod; upgrade the operator to a new image tag
+//! Service; install the bridge (its token from a Token resource) and have Slurm place a pod; scrape
+//! it all with a real Prometheus ([`monitoring`]); upgrade the operator to a new image tag
 //! without disturbing the cluster; check each component's RBAC against the audit log; uninstall
 //! everything and find nothing left behind.
 //!
 //! Values: `xtask/deploy/*.yaml` (shared with `cargo xtask demo`). Run alone: `cargo test -p xtask --test deploy -- --nocapture`.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::time::{Duration, Instant};
+
+#[path = "deploy/monitoring.rs"]
+mod monitoring;
 
 use serde_json::Value;
 use test_support::ground::{Ground, forward_into_ground};
@@ -160,6 +163,14 @@ fn charts_install_run_upgrade_and_uninstall() {
         g.get(&n.work, "pod/sleeper", "{.spec.schedulerName}"),
         "slurm-bridge-scheduler"
     );
+
+    step("Prometheus scrapes every component through the ServiceMonitors of the charts");
+    let prometheus = monitoring::prometheus(g, &n);
+    step("every query of the dashboard answers");
+    monitoring::dashboard_answers(&prometheus, &cluster);
+    step("slurmrestd stopped: the alert fires, and resolves when it is back");
+    monitoring::outage_fires_and_resolves(g, &n, &prometheus);
+    drop(prometheus);
 
     step("operator upgraded to a new image tag; the cluster is left alone");
     let before = pods(g, &n.slurm);
@@ -363,6 +374,10 @@ spec:
 /// Grants this run does not exercise, each with the path that uses it.
 const OPERATOR_UNUSED: &[(&str, &str)] = &[
     (
+        "patch core/secrets",
+        "a Token's own Secret re-applied when its token is refreshed (after four fifths of its lifetime) or its key changes; a new one is created, and this run is shorter",
+    ),
+    (
         "patch apps/controllerrevisions",
         "a NodeSet template that comes back to an earlier revision; the templates here do not change",
     ),
@@ -389,6 +404,14 @@ const OPERATOR_UNUSED: &[(&str, &str)] = &[
     (
         "create core/persistentvolumeclaims",
         "NodeSet volumeClaimTemplates; none here",
+    ),
+    (
+        "list core/persistentvolumeclaims",
+        "the owners of NodeSet volumeClaimTemplates' claims (persistentVolumeClaimRetentionPolicy); none here",
+    ),
+    (
+        "patch core/persistentvolumeclaims",
+        "the owners of NodeSet volumeClaimTemplates' claims (persistentVolumeClaimRetentionPolicy); none here",
     ),
     (
         "patch events.k8s.io/events",
@@ -551,9 +574,17 @@ impl<'a> Cluster<'a> {
     }
 }
 
+/// The first JSON value in `text` (the CLI's output may have lines before and warnings after).
 fn json(text: &str) -> Value {
     let start = text.find(['{', '[']).unwrap_or(0);
-    serde_json::from_str(&text[start..]).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    match serde_json::Deserializer::from_str(&text[start..])
+        .into_iter::<Value>()
+        .next()
+    {
+        Some(Ok(v)) => v,
+        Some(Err(e)) => panic!("not JSON ({e}): {text}"),
+        None => panic!("no JSON: {text}"),
+    }
 }
 
 fn chart(path: &str) -> String {
@@ -573,14 +604,15 @@ fn values(file: &str) -> Vec<String> {
 
 /// The bridge's values: xtask/deploy/bridge.yaml, managing this run's work namespace.
 fn bridge_values(n: &Names) -> Vec<String> {
-    with(
-        values("bridge.yaml"),
-        &[
-            "--set",
-            &format!("config.managedNamespaces={{{}}}", n.work),
-            "--wait",
-        ],
-    )
+    with([values("bridge.yaml"), bridge_set(n)].concat(), &["--wait"])
+}
+
+/// The `--set` of the bridge's values: the namespaces it manages.
+fn bridge_set(n: &Names) -> Vec<String> {
+    vec![
+        "--set".into(),
+        format!("config.managedNamespaces={{{}}}", n.work),
+    ]
 }
 
 fn with(mut values: Vec<String>, extra: &[&str]) -> Vec<String> {
@@ -722,16 +754,9 @@ fn scrape(g: &Ground, ns: &str, service: &str, secs: u64, check: impl Fn(&str) -
     }
 }
 
+/// The body of GET `path` at `addr`.
 fn http_get(addr: std::net::SocketAddr, path: &str) -> std::io::Result<String> {
-    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: exporter\r\n\r\n")?;
-    let mut out = String::new();
-    s.read_to_string(&mut out)?;
-    Ok(out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default())
+    test_support::http::get(addr, path).map(|(_, body)| body)
 }
 
 /// Waits until the namespace has no pods, Secrets, PVCs, Services, ConfigMaps (but the root CA's),

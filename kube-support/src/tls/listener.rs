@@ -1,4 +1,6 @@
-//! A TLS listener for `axum::serve`.
+//! The TLS acceptor of a webhook's server ([`acceptor`]), and a TLS listener for `axum::serve`
+//! that tests use ([`TlsListener`]; it has no limits: servers go through
+//! [`crate::webhook::serve`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,6 +16,16 @@ use super::{ServingCert, provider};
 /// A client that has not finished its handshake by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A TLS acceptor presenting `cert` (as it is at each handshake), HTTP/1.1 only (ALPN).
+pub fn acceptor(cert: Arc<ServingCert>) -> anyhow::Result<TlsAcceptor> {
+    let mut config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_cert_resolver(cert);
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
 /// Accepts TCP connections and hands axum those whose TLS handshake completed; handshakes run
 /// in their own tasks so that a slow client does not hold up the others. HTTP/1.1 only (ALPN).
 pub struct TlsListener {
@@ -25,12 +37,7 @@ impl TlsListener {
     /// Starts accepting on `tcp` with the certificate `cert` serves at each handshake. Needs a
     /// Tokio runtime.
     pub fn new(tcp: TcpListener, cert: Arc<ServingCert>) -> anyhow::Result<TlsListener> {
-        let mut config = rustls::ServerConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()?
-            .with_no_client_auth()
-            .with_cert_resolver(cert);
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let acceptor = TlsAcceptor::from(Arc::new(config));
+        let acceptor = acceptor(cert)?;
         let local = tcp.local_addr()?;
         let (tx, rx) = mpsc::channel(64);
         tokio::spawn(async move {

@@ -1,4 +1,5 @@
-//! An admission webhook's plumbing: its HTTPS server ([`serve`]), how the API server reaches it
+//! An admission webhook's plumbing: its HTTPS server ([`serve`], [`serve_until`]: the
+//! hardened [`server`](crate::server) with [`Limits::WEBHOOK`], draining on [`Shutdown`]), how the API server reaches it
 //! ([`Endpoint`]: a Service or a URL, and the names its certificate must hold), and the
 //! `caBundle` of its Mutating- or ValidatingWebhookConfiguration in the self-signed mode
 //! ([`inject_ca_bundle`]). What the webhook checks, its paths and its configuration's rules
@@ -15,6 +16,8 @@
 
 mod ca_bundle;
 mod endpoint;
+#[cfg(test)]
+mod starvation_tests;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,21 +27,40 @@ use anyhow::Context as _;
 pub use ca_bundle::{WebhookConfiguration, inject_ca_bundle, set_ca_bundle};
 pub use endpoint::Endpoint;
 
-use crate::tls::{ServingCert, TlsListener};
+pub use crate::server::Limits;
 
-/// Serves `router` over HTTPS (HTTP/1.1) on `addr` with `cert` until the server fails.
+use crate::shutdown::Shutdown;
+use crate::tls::{ServingCert, acceptor};
+
+/// Serves `router` over HTTPS (HTTP/1.1) on `addr` with `cert`, for good.
 pub async fn serve(
     addr: SocketAddr,
     cert: Arc<ServingCert>,
     router: axum::Router,
 ) -> anyhow::Result<()> {
+    serve_until(addr, cert, router, Shutdown::new()).await
+}
+
+/// Serves `router` over HTTPS (HTTP/1.1) on `addr` with `cert` under [`Limits::WEBHOOK`] until
+/// `shutdown` is triggered, then drains (in-flight reviews are answered, no new connection is
+/// taken) and returns. Fails only if it cannot listen.
+pub async fn serve_until(
+    addr: SocketAddr,
+    cert: Arc<ServingCert>,
+    router: axum::Router,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     let tcp = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("webhook: cannot listen on {addr}"))?;
     tracing::info!(%addr, "serving the admission webhook");
-    axum::serve(TlsListener::new(tcp, cert)?, router)
-        .await
-        .context("webhook server")
+    let tls = acceptor(cert)?;
+    crate::server::serve(tcp, Some(tls), router, &Limits::WEBHOOK, async move {
+        shutdown.triggered().await
+    })
+    .await;
+    tracing::info!(%addr, "admission webhook stopped");
+    Ok(())
 }
 
 #[cfg(test)]

@@ -108,9 +108,12 @@ impl Hooks {
         if !names_us {
             return resp.into_review();
         }
+        let namespace = req.namespace.as_deref().unwrap_or_default();
         let verdict = match (&req.operation, req.old_object.as_ref()) {
-            (Operation::Create, _) => rules::validate_create(pod),
-            (Operation::Update, Some(old)) => rules::validate_update(old, pod),
+            (Operation::Create, _) => rules::validate_create(pod)
+                .and_then(|()| rules::validate_identity(&self.config, namespace, pod, None)),
+            (Operation::Update, Some(old)) => rules::validate_update(old, pod)
+                .and_then(|()| rules::validate_identity(&self.config, namespace, pod, Some(old))),
             _ => Ok(()),
         };
         match verdict {
@@ -155,10 +158,14 @@ mod tests {
     use serde_json::{Value, json};
 
     fn hooks() -> Hooks {
-        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        hooks_with(Config::default())
+    }
+
+    fn hooks_with(config: Config) -> Hooks {
+        let kube = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         Hooks {
-            client: kube::Client::try_from(config).unwrap(),
-            config: Arc::new(Config::default()),
+            client: kube::Client::try_from(kube).unwrap(),
+            config: Arc::new(config),
         }
     }
 
@@ -217,6 +224,55 @@ mod tests {
         let message = r["status"]["message"].as_str().unwrap();
         assert!(
             message.contains("slurmjob.slinky.slurm.net/timelimit"),
+            "{message}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_identity_policy_refuses_naming_annotation_value_and_namespace() {
+        let config = Config::parse(
+            "managedNamespaces: [ml, batch]\nidentityPolicy:\n  default: {userIds: []}\n  namespaces:\n    ml: {userIds: [\"1000-1999\"], maxPriority: 10}\n",
+        )
+        .unwrap();
+        let hooks = hooks_with(config);
+        let pod = |annotations: Value| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "annotations": annotations},
+                "spec": {"containers": [], "schedulerName": "slurm-bridge-scheduler"}})
+        };
+        let ask_root = pod(json!({"slurmjob.slinky.slurm.net/user-id": "0"}));
+        let r = answer(
+            hooks
+                .review(&review("ml", "CREATE", ask_root.clone()), false)
+                .await,
+        );
+        assert_eq!(r["allowed"], false);
+        assert_eq!(r["status"]["code"], 403);
+        assert_eq!(
+            r["status"]["message"],
+            "metadata.annotations[slurmjob.slinky.slurm.net/user-id]: user id 0 is not allowed \
+             in namespace \"ml\" (identityPolicy.namespaces.ml.userIds allows 1000-1999)"
+        );
+        // The default's rules where the namespace has none of its own.
+        let r = answer(
+            hooks
+                .review(&review("batch", "CREATE", ask_root), false)
+                .await,
+        );
+        let message = r["status"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("identityPolicy.default.userIds is empty"),
+            "{message}"
+        );
+        let fine = pod(json!({"slurmjob.slinky.slurm.net/user-id": "1500",
+                              "slurmjob.slinky.slurm.net/priority": "10"}));
+        let r = answer(hooks.review(&review("ml", "CREATE", fine), false).await);
+        assert_eq!(r["allowed"], true, "{r}");
+        let high = pod(json!({"slinky.slurm.net/priority": "11"}));
+        let r = answer(hooks.review(&review("ml", "CREATE", high), false).await);
+        let message = r["status"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("metadata.annotations[slinky.slurm.net/priority]: priority 11"),
             "{message}"
         );
     }

@@ -7,8 +7,11 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use crate::annotations;
+use crate::config::Config;
+use crate::identity_policy;
 use crate::keys;
 use crate::taint;
+use crate::workload;
 
 /// The default scheduler's name: pods that name it (or none) are handed to the bridge.
 pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
@@ -74,12 +77,6 @@ pub fn validate_create(pod: &Pod) -> Result<(), String> {
         ));
     }
     let spec = pod.spec.clone().unwrap_or_default();
-    if spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
-        return Err(format!(
-            "spec.resourceClaims: not supported by slurm-bridge; request GPUs as nvidia.com/gpu or with the {}gres annotation",
-            keys::JOB_ANNOTATION_PREFIX
-        ));
-    }
     if spec
         .topology_spread_constraints
         .as_ref()
@@ -116,6 +113,40 @@ pub fn validate_update(old: &Pod, new: &Pod) -> Result<(), String> {
     annotations::job_fields(&[new.annotations()])
         .map_err(|e| format!("metadata.annotations[{}]: {}", e.field, e.message))?;
     Ok(())
+}
+
+/// Why what `pod`'s own annotations ask for is not allowed in `namespace` by the config's
+/// identity policy, naming the annotation. The bridge's default partition counts only for a pod
+/// that is its own workload: another's root object may still name a partition (the scheduler
+/// checks the whole workload before it submits). On an update (`old` given) only a change of
+/// those values is checked, so that a pod older than the policy can still be labelled by the
+/// bridge and lose its finalizer.
+pub fn validate_identity(
+    config: &Config,
+    namespace: &str,
+    pod: &Pod,
+    old: Option<&Pod>,
+) -> Result<(), String> {
+    if config.identity_policy.is_open() {
+        return Ok(());
+    }
+    let named =
+        |e: annotations::Invalid| format!("metadata.annotations[{}]: {}", e.field, e.message);
+    let (fields, sources) =
+        annotations::job_fields_with_sources(&[pod.annotations()]).map_err(named)?;
+    if let Some(old) = old
+        && annotations::job_fields(&[old.annotations()])
+            .is_ok_and(|before| identity_policy::same_identity(&before, &fields))
+    {
+        return Ok(());
+    }
+    let default_partition = workload::first_root(pod)
+        .is_none()
+        .then_some(config.partition.as_str());
+    config
+        .identity_policy
+        .check(namespace, &fields, &sources, default_partition)
+        .map_err(named)
 }
 
 #[cfg(test)]
@@ -175,7 +206,19 @@ mod tests {
         assert!(
             validate_create(&claims)
                 .unwrap_err()
-                .starts_with("spec.resourceClaims")
+                .starts_with("spec: resourceClaims: ")
+        );
+        // A DRA extended resource, as Slinky's bridge examples request a GPU: a pod bound
+        // with it would run without a device.
+        let extended = pod(
+            "spec: {containers: [{name: cuda, resources: {limits: {deviceclass.resource.kubernetes.io/gpu.nvidia.com: '1'}}}]}\n",
+        );
+        let err = validate_create(&extended).unwrap_err();
+        assert!(
+            err.starts_with(
+                "spec: containers[cuda].resources.limits[deviceclass.resource.kubernetes.io/gpu.nvidia.com]"
+            ),
+            "{err}"
         );
         let bad = pod(
             "metadata: {annotations: {slurmjob.slinky.slurm.net/timelimit: 1h}}\nspec: {containers: []}\n",
@@ -197,5 +240,51 @@ mod tests {
         assert!(validate_update(&old, &new).is_err());
         let pending = pod("metadata: {}\nstatus: {phase: Pending}\n");
         assert!(validate_update(&pending, &new).is_ok());
+    }
+
+    #[test]
+    fn the_identity_policy_on_create_and_update() {
+        let config = Config::parse(
+            "partition: slurm-bridge\nidentityPolicy:\n  default: {partitions: [gpu], accounts: [ml]}\n",
+        )
+        .unwrap();
+        let bare = pod("spec: {containers: []}\n");
+        // A bare pod that names no partition would get the bridge's default, which is not
+        // allowed; one that names an allowed one is fine.
+        let err = validate_identity(&config, "ns", &bare, None).unwrap_err();
+        assert!(
+            err.starts_with("metadata.annotations[slurmjob.slinky.slurm.net/partition]: unset, so the bridge's default partition \"slurm-bridge\""),
+            "{err}"
+        );
+        let named = pod(
+            "metadata: {annotations: {slurmjob.slinky.slurm.net/partition: gpu}}\nspec: {containers: []}\n",
+        );
+        assert!(validate_identity(&config, "ns", &named, None).is_ok());
+        // A Job's pod: the Job may name the partition, the scheduler checks the whole workload.
+        let owned = pod(
+            "metadata: {ownerReferences: [{apiVersion: batch/v1, kind: Job, name: j, uid: u, controller: true}]}\nspec: {containers: []}\n",
+        );
+        assert!(validate_identity(&config, "ns", &owned, None).is_ok());
+        // But a value the pod asks for itself is refused whatever its root.
+        let owned_root = pod(
+            "metadata: {annotations: {slurmjob.slinky.slurm.net/account: root}, ownerReferences: [{apiVersion: batch/v1, kind: Job, name: j, uid: u, controller: true}]}\nspec: {containers: []}\n",
+        );
+        let err = validate_identity(&config, "ns", &owned_root, None).unwrap_err();
+        assert!(err.contains("account \"root\""), "{err}");
+
+        // An update that leaves the identity as it was passes, even when the pod predates the
+        // policy (the bridge labels it, and takes its finalizer off); one that changes it is
+        // checked.
+        let mut relabelled = owned_root.clone();
+        relabelled
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert(keys::JOB_ID_LABEL.into(), "7".into());
+        assert!(validate_identity(&config, "ns", &relabelled, Some(&owned_root)).is_ok());
+        assert!(validate_identity(&config, "ns", &owned_root, Some(&owned)).is_err());
+
+        // No policy: Slinky's behaviour.
+        assert!(validate_identity(&Config::default(), "ns", &owned_root, None).is_ok());
     }
 }

@@ -222,6 +222,19 @@ impl TestEnv {
         metrics_addr: &str,
         extra_args: &[&str],
     ) -> InsideProcess {
+        self.spawn_bridge_with_env(extra_config, log, metrics_addr, extra_args, &[])
+    }
+
+    /// [`spawn_bridge`](Self::spawn_bridge) with `env` added to its environment (its own
+    /// `KUBECONFIG`, say).
+    pub fn spawn_bridge_with_env(
+        &self,
+        extra_config: &str,
+        log: &str,
+        metrics_addr: &str,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> InsideProcess {
         let config = self.dir.join("config.yaml");
         std::fs::write(
             &config,
@@ -247,7 +260,9 @@ impl TestEnv {
             "0",
         ];
         args.extend_from_slice(extra_args);
-        ground().spawn_inside(BRIDGE, &args, &[("RUST_LOG", log)])
+        let mut vars = vec![("RUST_LOG", log)];
+        vars.extend_from_slice(env);
+        ground().spawn_inside(BRIDGE, &args, &vars)
     }
 
     /// Makes `process` the env's bridge (the one whose log failures show, running while the

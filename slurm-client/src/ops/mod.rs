@@ -110,6 +110,7 @@ mod reservations;
 mod shares;
 
 pub(crate) use jobs::listing_from_body;
+pub(crate) use nodes::listing_from_body as nodes_from_body;
 
 /// A generated field that may or may not be an `Option` (v0.0.40 has some plain ones).
 pub(crate) trait Field<T> {

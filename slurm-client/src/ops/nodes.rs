@@ -140,6 +140,31 @@ fn not_modified(result: Result<Response<NodeList>, Error>) -> Result<Response<No
     }
 }
 
+/// What [`Client::list_nodes`] does with a 2xx answer of `version`, without the HTTP
+/// request: the same decoding and conversion (for the fuzz targets, `crate::__fuzz`).
+pub(crate) fn listing_from_body(
+    version: crate::ApiVersion,
+    body: Vec<u8>,
+) -> Result<Response<NodeList>, Error> {
+    let path = format!("/slurm/{version}/nodes/");
+    #[allow(unreachable_patterns)]
+    match version {
+        #[cfg(feature = "v0_0_40")]
+        crate::ApiVersion::V0_0_40 => v0_0_40::list_from_body(&path, body),
+        #[cfg(feature = "v0_0_41")]
+        crate::ApiVersion::V0_0_41 => v0_0_41::list_from_body(&path, body),
+        #[cfg(feature = "v0_0_42")]
+        crate::ApiVersion::V0_0_42 => v0_0_42::list_from_body(&path, body),
+        #[cfg(feature = "v0_0_43")]
+        crate::ApiVersion::V0_0_43 => v0_0_43::list_from_body(&path, body),
+        #[cfg(feature = "v0_0_44")]
+        crate::ApiVersion::V0_0_44 => v0_0_44::list_from_body(&path, body),
+        #[cfg(feature = "v0_0_45")]
+        crate::ApiVersion::V0_0_45 => v0_0_45::list_from_body(&path, body),
+        other => Err(Error::unsupported("node listing", other, None)),
+    }
+}
+
 /// The part every version shares; expects the aliases `NodesResp`, `NodeItem`,
 /// `UpdateReq`, `PlainResp` and the functions `topology` and `set_topology` in scope.
 macro_rules! nodes_version {
@@ -155,7 +180,21 @@ macro_rules! nodes_version {
             request: Request,
         ) -> Result<Response<NodeList>, Error> {
             let response = client.request::<NodesResp>(request).await?;
-            Ok(response.map(|r| NodeList {
+            Ok(response.map(node_list))
+        }
+
+        /// What [`list`] does with a 2xx answer, without the request (for the fuzz targets).
+        pub(super) fn list_from_body(
+            path: &str,
+            body: Vec<u8>,
+        ) -> Result<Response<NodeList>, Error> {
+            let reply =
+                crate::transport::read_answer::<NodesResp>(&crate::Method::GET, path, 200, body)?;
+            Ok(Response::from(reply).map(node_list))
+        }
+
+        fn node_list(r: NodesResp) -> NodeList {
+            NodeList {
                 nodes: r
                     .nodes
                     .map(Vec::<NodeItem>::from)
@@ -165,7 +204,7 @@ macro_rules! nodes_version {
                     .collect(),
                 last_update: epoch(noval!(r.last_update).value()),
                 unchanged: false,
-            }))
+            }
         }
 
         fn node(n: NodeItem) -> Node {

@@ -111,6 +111,11 @@ impl Split {
         self.bytes
     }
 
+    /// Bytes held now: the rest of the body so far and the element being read.
+    pub fn buffered(&self) -> u64 {
+        (self.rest.len() + self.item.len()) as u64
+    }
+
     /// Reads one more chunk, handing each element completed in it to `each` (its bytes,
     /// possibly with whitespace after it).
     pub fn feed(&mut self, chunk: &[u8], mut each: impl FnMut(&[u8])) -> Result<(), Malformed> {

@@ -12,6 +12,7 @@
 //! is never lifted; terminating pods are counted but never acted on.
 
 pub mod adopt;
+pub mod claims;
 pub mod conditions;
 pub mod cordon;
 pub mod daemon;

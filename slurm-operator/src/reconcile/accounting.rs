@@ -66,7 +66,8 @@ async fn sync(acct: &Accounting, ctx: &Context) -> Result<Vec<Held>, Error> {
         &ns,
         &acct.spec.storage_config.password_key_ref,
         "spec.storageConfig.passwordKeyRef",
-    )?;
+    )
+    .await?;
     let mut key_secrets = Vec::new();
     for (selector, field) in [
         (acct.spec.slurm_key_ref.as_ref(), "spec.slurmKeyRef"),
@@ -75,8 +76,8 @@ async fn sync(acct: &Accounting, ctx: &Context) -> Result<Vec<Held>, Error> {
         let selector = selector.ok_or_else(|| {
             Error::InvalidSpec(format!("{field} is required unless spec.external"))
         })?;
-        secrets::key(ctx, &ns, selector, field)?;
-        key_secrets.push(secrets::secret(ctx, &ns, &selector.name, field)?);
+        secrets::key(ctx, &ns, selector, field).await?;
+        key_secrets.push(secrets::secret(ctx, &ns, &selector.name, field).await?);
     }
     let children = render::accounting::render(acct, &password, &key_secrets)?;
     apply(ctx, children.secret).await?;

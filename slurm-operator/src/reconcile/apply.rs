@@ -84,6 +84,28 @@ where
     })
 }
 
+/// Creates `desired` (namespaced, with our hash annotation), failing if it exists: for an object
+/// whose absence was the condition of writing it (a Token's Secret, see
+/// [`super::token_secret`]), where an apply would take over one made in the meantime.
+pub async fn create<K>(ctx: &Context, mut desired: K) -> Result<Applied, Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
+{
+    let namespace = desired.namespace().ok_or(Error::Unnamed)?;
+    with_hash(&mut desired);
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
+    let params = kube::api::PostParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..kube::api::PostParams::default()
+    };
+    api.create(&params, &desired).await?;
+    Ok(Applied::Created)
+}
+
 /// `desired` with our hash annotation (see [`with_hash`]) as a server-side apply body.
 pub(super) fn body<K: Resource<DynamicType = ()> + Serialize>(
     desired: &K,

@@ -11,6 +11,10 @@
 //!   reflector applied it to the store (the objects of a listing once the whole listing is in),
 //!   so a reconcile woken by a change reads a store that holds it.
 //!
+//! Secrets are the exception to "whole objects": their watch holds metadata only, and the
+//! values of the few Secrets the operator reads are fetched by name
+//! ([`super::secret_values`]), so that no Secret's value stays in memory unless it is read.
+//!
 //! What a store cannot give is the operator's own writes of a moment ago: a watch event may
 //! still be on its way. Where a decision depends on those (which pods exist before creating,
 //! draining or deleting one; a child's applied hash before a write; the Token's Secret before
@@ -33,6 +37,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
 use super::Scope;
+use super::secret_values::{LAST_APPLIED, SecretValues};
 use crate::crd::{Accounting, Controller, LoginSet, NodeSet, RestApi, Token};
 use crate::keys::LABEL_APP;
 use crate::render::labels::Component;
@@ -146,8 +151,12 @@ pub struct Cache {
     pub accountings: Informer<Accounting>,
     pub loginsets: Informer<LoginSet>,
     pub tokens: Informer<Token>,
-    /// Every Secret of the scope: key references, and the Secrets the operator makes.
-    pub secrets: Informer<Secret>,
+    /// Every Secret of the scope, by metadata only (never a value): what wakes the reconcilers
+    /// on a change of a key they read or a Secret they own, and each one's version.
+    pub secrets: Informer<PartialObjectMeta<Secret>>,
+    /// The values of the Secrets the reconcilers read, and only those (see
+    /// [`super::secret_values`]).
+    pub secret_values: SecretValues,
     /// Every ConfigMap of the scope: mounted references, and the ConfigMaps the operator makes.
     pub config_maps: Informer<ConfigMap>,
     /// Full objects: the LoginSet's status reads its Deployment's replicas.
@@ -189,7 +198,17 @@ impl Cache {
             accountings: full(scope.api(client), all()),
             loginsets: full(scope.api(client), all()),
             tokens: full(scope.api(client), all()),
-            secrets: full(scope.api(client), all()),
+            // Metadata only, and without the copy of the data `kubectl apply` leaves on it.
+            secrets: Informer::start(
+                watcher(scope.api::<PartialObjectMeta<Secret>>(client), all())
+                    .modify(kube_support::stores::drop_managed_fields)
+                    .modify(|s| {
+                        if let Some(a) = s.metadata.annotations.as_mut() {
+                            a.remove(LAST_APPLIED);
+                        }
+                    }),
+            ),
+            secret_values: SecretValues::default(),
             config_maps: full(scope.api(client), all()),
             deployments: full(scope.api(client), all()),
             // `Api<PartialObjectMeta<K>>` watches metadata only.

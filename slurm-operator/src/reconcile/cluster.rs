@@ -19,7 +19,7 @@ pub fn key(controller: &Controller) -> ClusterKey {
 }
 
 /// The Slurm client of `controller`'s cluster; `Ok(None)` when the cluster has no RestApi.
-pub fn client(ctx: &Context, controller: &Controller) -> Result<Option<Client>, Error> {
+pub async fn client(ctx: &Context, controller: &Controller) -> Result<Option<Client>, Error> {
     let ns = controller.namespace().ok_or(Error::Unnamed)?;
     let name = controller.name_any();
     let mut ours = ctx
@@ -40,7 +40,7 @@ pub fn client(ctx: &Context, controller: &Controller) -> Result<Option<Client>, 
     let jwt_ref = controller.spec.jwt_key_ref().ok_or_else(|| {
         Error::InvalidSpec("spec.jwtKeyRef is required to reach slurmrestd".into())
     })?;
-    let jwt_key = secrets::key(ctx, &ns, jwt_ref, "spec.jwtKeyRef")?;
+    let jwt_key = secrets::key(ctx, &ns, jwt_ref, "spec.jwtKeyRef").await?;
     let endpoint = Endpoint {
         url: format!("http://{}-restapi.{ns}:6820", restapi.name_any()),
         key_hash: checksum(jwt_key.expose_secret()),

@@ -115,15 +115,10 @@ pub async fn fetch(ctx: &Context, controller: &Controller) -> Result<Fetched, Er
         let jwt_key = controller.spec.jwt_key_ref().ok_or_else(|| {
             Error::InvalidSpec("spec.jwtKeyRef is required unless spec.external".into())
         })?;
-        secrets::key(ctx, &ns, slurm_key, "spec.slurmKeyRef")?;
-        secrets::key(ctx, &ns, jwt_key, "spec.jwtKeyRef")?;
-        fetched_secrets.push(secrets::secret(
-            ctx,
-            &ns,
-            &slurm_key.name,
-            "spec.slurmKeyRef",
-        )?);
-        fetched_secrets.push(secrets::secret(ctx, &ns, &jwt_key.name, "spec.jwtKeyRef")?);
+        secrets::key(ctx, &ns, slurm_key, "spec.slurmKeyRef").await?;
+        secrets::key(ctx, &ns, jwt_key, "spec.jwtKeyRef").await?;
+        fetched_secrets.push(secrets::secret(ctx, &ns, &slurm_key.name, "spec.slurmKeyRef").await?);
+        fetched_secrets.push(secrets::secret(ctx, &ns, &jwt_key.name, "spec.jwtKeyRef").await?);
     }
     Ok(Fetched {
         nodesets,

@@ -86,8 +86,8 @@ async fn sync(loginset: &LoginSet, ctx: &Context) -> Result<Vec<Held>, Error> {
     if sssd.name.is_empty() {
         return Err(Error::InvalidSpec("spec.sssdConfRef.name is empty".into()));
     }
-    secrets::key(ctx, &ns, sssd, "spec.sssdConfRef")?;
-    secrets_read.push(secrets::secret(ctx, &ns, &sssd.name, "spec.sssdConfRef")?);
+    secrets::key(ctx, &ns, sssd, "spec.sssdConfRef").await?;
+    secrets_read.push(secrets::secret(ctx, &ns, &sssd.name, "spec.sssdConfRef").await?);
 
     let children =
         render::loginset::render(loginset, &controller, &secrets_read, &ctx.cluster_domain)?;
@@ -102,7 +102,7 @@ async fn sync(loginset: &LoginSet, ctx: &Context) -> Result<Vec<Held>, Error> {
 /// is never changed (it is immutable), whatever it holds.
 async fn host_keys(loginset: &LoginSet, ctx: &Context, ns: &str) -> Result<Secret, Error> {
     let name = render::loginset::host_keys_name(&loginset.name_any());
-    if let Some(secret) = ctx.cache.secrets.get(ns, &name) {
+    if let Some(secret) = secrets::read(ctx, ns, &name).await? {
         return Ok((*secret).clone());
     }
     // Direct before generating: the store may not hold the keys created a moment ago.

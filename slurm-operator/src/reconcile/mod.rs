@@ -27,8 +27,10 @@ pub mod loginset;
 pub mod nodeset;
 pub mod refs;
 pub mod restapi;
+pub mod secret_values;
 pub mod secrets;
 pub mod token;
+pub mod token_secret;
 
 use std::fmt::Debug;
 use std::future::Future;

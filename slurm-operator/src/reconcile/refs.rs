@@ -3,6 +3,7 @@
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
+use kube::api::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::crd::{Controller, NodeSet, RestApi};
@@ -47,7 +48,7 @@ pub fn controller_config_maps(c: &Controller) -> Vec<&str> {
 /// The Controllers in `store` that read `secret`.
 pub fn controllers_reading_secret(
     store: &Store<Controller>,
-    secret: &Secret,
+    secret: &PartialObjectMeta<Secret>,
 ) -> Vec<ObjectRef<Controller>> {
     let (ns, name) = (secret.namespace(), secret.name_any());
     store

@@ -1,6 +1,10 @@
-//! Reading the keys the resources refer to (Secrets, ConfigMaps in the same namespace) from the
-//! cache, with errors that name the reference and never the value. A reference that appears
-//! later wakes its resource through the same watch that fills the store.
+//! Reading the keys the resources refer to (Secrets, ConfigMaps in the same namespace), with
+//! errors that name the reference and never the value. ConfigMaps come from the cache; a
+//! Secret's value is read by name, once per version ([`super::secret_values`]). A reference
+//! that appears later wakes its resource through the watch of the Secrets' (or ConfigMaps')
+//! metadata.
+
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, SecretKeySelector};
 use secrecy::SecretSlice;
@@ -8,13 +12,13 @@ use secrecy::SecretSlice;
 use super::{Context, Error};
 
 /// The bytes under `selector` in a Secret of `namespace`.
-pub fn key(
+pub async fn key(
     ctx: &Context,
     namespace: &str,
     selector: &SecretKeySelector,
     field: &'static str,
 ) -> Result<SecretSlice<u8>, Error> {
-    let secret = secret(ctx, namespace, &selector.name, field)?;
+    let secret = secret(ctx, namespace, &selector.name, field).await?;
     let value = secret
         .data
         .as_ref()
@@ -43,15 +47,14 @@ pub fn key(
 }
 
 /// The Secret `name` of `namespace`, or [`Error::MissingReference`].
-pub fn secret(
+pub async fn secret(
     ctx: &Context,
     namespace: &str,
     name: &str,
     field: &'static str,
 ) -> Result<Secret, Error> {
-    ctx.cache
-        .secrets
-        .get(namespace, name)
+    read(ctx, namespace, name)
+        .await?
         .map(|s| (*s).clone())
         .ok_or_else(|| Error::MissingReference {
             kind: "Secret",
@@ -59,6 +62,19 @@ pub fn secret(
             name: name.into(),
             field,
         })
+}
+
+/// The Secret `name` of `namespace` if the watch knows it (its value read once per version).
+pub async fn read(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Arc<Secret>>, Error> {
+    let cache = &ctx.cache;
+    Ok(cache
+        .secret_values
+        .get(&ctx.client, &cache.secrets, namespace, name)
+        .await?)
 }
 
 /// The ConfigMap `name` of `namespace`, or [`Error::MissingReference`].

@@ -1,20 +1,22 @@
 //! Token: an HS256 JWT minted from the referenced key into a Secret, refreshed before it
 //! expires. Every path ends with a positive requeue, so the refresh can never stop (the bug of
-//! Slinky issue #240, where a non-positive delay dropped the requeue).
+//! Slinky issue #240, where a non-positive delay dropped the requeue). The Token writes only a
+//! Secret it may claim ([`super::token_secret`]), checked before every write.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::{Api, ResourceExt};
 use secrecy::{ExposeSecret, SecretString};
 use slurm_client::{JwtClaims, mint_hs256, verify_hs256};
 
-use super::apply::{FIELD_MANAGER, apply};
+use super::apply::{FIELD_MANAGER, apply, create};
 use super::conditions::{self, Wanted};
+use super::token_secret::{Claim, claim, refusal};
 use super::{Context, Error};
 use crate::crd::Token;
 use crate::render;
@@ -106,7 +108,7 @@ async fn sync(token: &Token, ctx: &Context) -> Result<Action, Error> {
     let key_ref = token.spec.jwt_key_ref().ok_or_else(|| {
         Error::InvalidSpec("spec.jwtKeyRef (or spec.jwtHs256KeyRef) is required".into())
     })?;
-    let key = super::secrets::key(ctx, &namespace, key_ref, "spec.jwtKeyRef")?;
+    let key = super::secrets::key(ctx, &namespace, key_ref, "spec.jwtKeyRef").await?;
     let lifetime = token.spec.lifetime();
     let location = token.spec.secret_ref(&token.name_any());
     let (secret_name, secret_key) = (location.name.clone(), location.key.clone());
@@ -129,11 +131,18 @@ async fn sync(token: &Token, ctx: &Context) -> Result<Action, Error> {
             now,
         )
     };
-    let mut decision = decide_on(ctx.cache.secrets.get(&namespace, &secret_name).as_deref());
+    // Whose the Secret is, from the watch (metadata): another's value is never read.
+    let watched = ctx.cache.secrets.get(&namespace, &secret_name);
+    let mut claim = guard(token, &secret_name, watched.as_ref().map(|s| &s.metadata))?;
+    let cached = super::secrets::read(ctx, &namespace, &secret_name).await?;
+    let mut decision = decide_on(cached.as_deref());
     if decision == Decision::Mint {
-        // Direct before minting: the store may not hold the token minted a moment ago yet.
+        // Direct before minting: the store may not hold the token minted a moment ago yet, nor
+        // a Secret made a moment ago, which the write must not take over.
         let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
-        decision = decide_on(secrets.get_opt(&secret_name).await?.as_ref());
+        let live = secrets.get_opt(&secret_name).await?;
+        claim = guard(token, &secret_name, live.as_ref().map(|s| &s.metadata))?;
+        decision = decide_on(live.as_ref());
     }
     match decision {
         Decision::Keep {
@@ -150,7 +159,12 @@ async fn sync(token: &Token, ctx: &Context) -> Result<Action, Error> {
         Decision::Mint => {
             let jwt = mint(key.expose_secret(), &token.spec.username, lifetime, now);
             let secret = render::token::secret(token, &jwt)?;
-            apply(ctx, secret).await?;
+            if claim == Claim::Absent {
+                // A create, not an apply: it fails if the Secret was made since it was read.
+                create(ctx, secret).await?;
+            } else {
+                apply(ctx, secret).await?;
+            }
             ctx.event(
                 token,
                 false,
@@ -170,6 +184,18 @@ async fn sync(token: &Token, ctx: &Context) -> Result<Action, Error> {
                 lifetime,
             )))
         }
+    }
+}
+
+/// The claim of the Token on its Secret (`existing`, by its metadata), or the error that
+/// reports a foreign Secret in `Synced=False` (nothing is written then).
+fn guard(token: &Token, name: &str, existing: Option<&ObjectMeta>) -> Result<Claim, Error> {
+    match claim(token, existing) {
+        Claim::Foreign(why) => Err(Error::InvalidReference(format!(
+            "{}; nothing was written",
+            refusal(token, name, &why)
+        ))),
+        c => Ok(c),
     }
 }
 

@@ -31,7 +31,7 @@ use super::workers::{search_domain, service_name};
 use super::{
     RenderError, SLURMD_IMAGE, child_meta, controller_ref, cr_annotations, cr_labels, merge_maps,
 };
-use crate::crd::{Controller, NodeSet, NodeSetSpec, ScalingMode};
+use crate::crd::{Controller, NodeSet, NodeSetSpec, PvcRetention, ScalingMode};
 
 const VOLUME_SSH_CONFIG: &str = "ssh-config";
 const VOLUME_SSSD_CONF: &str = "sssd-conf";
@@ -164,6 +164,16 @@ fn claims(nodeset: &NodeSet, suffix: &str) -> Vec<PersistentVolumeClaim> {
                 .get_or_insert_with(BTreeMap::new)
                 .extend(selector.clone());
             claim.status = None;
+            // `whenDeleted: Delete` from the start: the claim goes with the NodeSet even if no
+            // pass sets its owners before that (see `planner::claims`).
+            if nodeset
+                .spec
+                .persistent_volume_claim_retention_policy
+                .when_deleted
+                == PvcRetention::Delete
+            {
+                claim.metadata.owner_references = super::owner_ref(nodeset).ok().map(|r| vec![r]);
+            }
             claim
         })
         .collect()

@@ -13,13 +13,15 @@
 //!   nothing to renew, but every start makes a new CA, so this suits one replica: with several,
 //!   each would overwrite the others' `caBundle`.
 //!
-//! [`validate`] holds the pure rules, [`server`] the HTTP side and the lookups (through the
-//! operator's client: it needs get on configmaps, persistentvolumeclaims and controllers, and in
+//! [`validate`] holds the pure rules, [`server`] the HTTP side, `lookup` the lookups (through the
+//! operator's client: it needs get on configmaps, persistentvolumeclaims, controllers and secrets
+//! (metadata only: whose a Token's Secret is), only in the namespace under review, and in
 //! self-signed mode get/create/update on validatingwebhookconfigurations), [`config`] the
 //! configuration. The TLS, the HTTPS server and the `caBundle` update are
 //! [`kube_support::tls`] and [`kube_support::webhook`].
 
 pub mod config;
+mod lookup;
 pub mod server;
 pub mod validate;
 pub mod verdict;
@@ -71,6 +73,15 @@ pub struct WebhookArgs {
     /// Name of the ValidatingWebhookConfiguration whose caBundle the self-signed mode writes.
     #[arg(long, env = "SLURM_OPERATOR_WEBHOOK_CONFIGURATION", default_value = CONFIGURATION_NAME)]
     pub webhook_configuration: String,
+    /// The configuration's timeoutSeconds: the API server's time for one review. The lookups of
+    /// a review end three seconds before it (at least half of it), so an answer always makes it.
+    #[arg(
+        long,
+        env = "SLURM_OPERATOR_WEBHOOK_TIMEOUT_SECONDS",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(1..=30)
+    )]
+    pub webhook_timeout_seconds: u64,
 }
 
 impl Default for WebhookArgs {
@@ -82,6 +93,7 @@ impl Default for WebhookArgs {
             webhook_service: None,
             webhook_url: None,
             webhook_configuration: CONFIGURATION_NAME.into(),
+            webhook_timeout_seconds: lookup::DEFAULT_TIMEOUT.as_secs(),
         }
     }
 }
@@ -104,9 +116,19 @@ impl WebhookArgs {
     }
 }
 
-/// Serves the webhook until the listener fails. Returns `Ok(())` at once when it is turned off
+/// Serves the webhook for good. Returns `Ok(())` at once when it is turned off
 /// (`--webhook-addr 0`). In cert-dir mode it waits for the certificate files before it listens.
 pub async fn serve(args: WebhookArgs, client: kube::Client) -> anyhow::Result<()> {
+    serve_until(args, client, kube_support::shutdown::Shutdown::new()).await
+}
+
+/// [`serve`] until `shutdown` is triggered, then drains (the reviews in flight are answered)
+/// and returns.
+pub async fn serve_until(
+    args: WebhookArgs,
+    client: kube::Client,
+    shutdown: kube_support::shutdown::Shutdown,
+) -> anyhow::Result<()> {
     let Some(addr) = args.addr()? else {
         return Ok(());
     };
@@ -134,5 +156,7 @@ pub async fn serve(args: WebhookArgs, client: kube::Client) -> anyhow::Result<()
     } else {
         tls::watch_dir(args.webhook_cert_dir.clone()).await?
     };
-    kube_support::webhook::serve(addr, cert, server::router(client)).await
+    let timeout = std::time::Duration::from_secs(args.webhook_timeout_seconds);
+    let router = server::router_with_timeout(client, timeout);
+    kube_support::webhook::serve_until(addr, cert, router, shutdown).await
 }

@@ -1,8 +1,7 @@
-//! The admission endpoints: decode an AdmissionReview, look up what the kind's rules need,
-//! validate, answer.
+//! The admission endpoints: decode an AdmissionReview, check that it is about an object of the
+//! namespace it names, look up what the kind's rules need (see [`super::lookup`]), validate,
+//! answer.
 
-use std::collections::BTreeSet;
-use std::future::Future;
 use std::time::Duration;
 
 use axum::Router;
@@ -11,31 +10,37 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim};
-use kube::Api;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::core::{DynamicObject, Resource};
 use serde::de::DeserializeOwned;
+use tokio::time::Instant;
 
 use super::config::{KINDS, path};
+use super::lookup::{DEFAULT_TIMEOUT, Looked, lookup_time};
 use super::validate;
-use super::verdict::{Lookup, Lookups, Verdict};
+use super::verdict::{Lookups, Verdict};
 use crate::crd::{Accounting, Controller, GROUP, LoginSet, NodeSet, RestApi, Token};
 
-/// Each lookup gets this long; the API server gives the whole call 10 s.
-const LOOKUP_TIMEOUT: Duration = Duration::from_secs(4);
 /// An AdmissionReview holds the object twice (new and old); objects go up to 1.5 MiB.
 const MAX_BODY: usize = 8 << 20;
 
-/// The router: `POST /validate-slinky-slurm-net-v1beta1-<kind>` per kind, `GET /healthz`.
+/// The router: `POST /validate-slinky-slurm-net-v1beta1-<kind>` per kind, `GET /healthz`, for
+/// the default webhook timeout of 10 s.
 pub fn router(client: kube::Client) -> Router {
+    router_with_timeout(client, DEFAULT_TIMEOUT)
+}
+
+/// [`router`] for an API server that gives each review `timeout` (the configuration's
+/// `timeoutSeconds`): the lookups of a review end in time for the answer to make it.
+pub fn router_with_timeout(client: kube::Client, timeout: Duration) -> Router {
+    let within = lookup_time(timeout);
     let mut router = Router::new().route("/healthz", get(|| async { "ok" }));
     for (kind, _) in KINDS {
         router = router.route(
             &path(kind),
             post(
                 move |State(client): State<kube::Client>, body: Bytes| async move {
-                    let review = review(kind, &client, &body).await;
+                    let review = review_within(kind, &client, &body, within).await;
                     let json = serde_json::to_vec(&review).unwrap_or_default();
                     ([(header::CONTENT_TYPE, "application/json")], json).into_response()
                 },
@@ -47,7 +52,20 @@ pub fn router(client: kube::Client) -> Router {
         .with_state(client)
 }
 
+/// [`review_within`] the lookup time of the default webhook timeout.
+#[allow(dead_code)] // The entry point of tests (and of fuzzing) that need no other deadline.
 async fn review(kind: &str, client: &kube::Client, body: &[u8]) -> AdmissionReview<DynamicObject> {
+    review_within(kind, client, body, lookup_time(DEFAULT_TIMEOUT)).await
+}
+
+/// The answer to `body` at the endpoint of `kind`, its lookups given `within` in all.
+async fn review_within(
+    kind: &str,
+    client: &kube::Client,
+    body: &[u8],
+    within: Duration,
+) -> AdmissionReview<DynamicObject> {
+    let by = Instant::now() + within;
     let review: AdmissionReview<DynamicObject> = match serde_json::from_slice(body) {
         Ok(r) => r,
         Err(e) => {
@@ -63,29 +81,22 @@ async fn review(kind: &str, client: &kube::Client, body: &[u8]) -> AdmissionRevi
     };
     let verdict = match (&req.operation, kind) {
         (Operation::Create | Operation::Update, "controller") => {
-            decide::<Controller, _, _>(
-                &req,
-                client,
-                controller_lookups,
-                validate::validate_controller,
-            )
-            .await
+            decide::<Controller>(&req, client, by, validate::validate_controller).await
         }
         (Operation::Create | Operation::Update, "nodeset") => {
-            decide::<NodeSet, _, _>(&req, client, nodeset_lookups, validate::validate_nodeset).await
+            decide::<NodeSet>(&req, client, by, validate::validate_nodeset).await
         }
         (Operation::Create | Operation::Update, "loginset") => {
-            decide::<LoginSet, _, _>(&req, client, no_lookups, validate::validate_loginset).await
+            decide::<LoginSet>(&req, client, by, validate::validate_loginset).await
         }
         (Operation::Create | Operation::Update, "restapi") => {
-            decide::<RestApi, _, _>(&req, client, no_lookups, validate::validate_restapi).await
+            decide::<RestApi>(&req, client, by, validate::validate_restapi).await
         }
         (Operation::Create | Operation::Update, "accounting") => {
-            decide::<Accounting, _, _>(&req, client, no_lookups, validate::validate_accounting)
-                .await
+            decide::<Accounting>(&req, client, by, validate::validate_accounting).await
         }
         (Operation::Create | Operation::Update, "token") => {
-            decide::<Token, _, _>(&req, client, no_lookups, validate::validate_token).await
+            decide::<Token>(&req, client, by, validate::validate_token).await
         }
         _ => Verdict::allow(),
     };
@@ -108,17 +119,16 @@ async fn review(kind: &str, client: &kube::Client, body: &[u8]) -> AdmissionRevi
     resp.into_review()
 }
 
-/// Decodes the request's objects as `K`, fetches what the rules need, validates.
-async fn decide<K, L, LF>(
+/// Decodes the request's objects as `K`, checks they are of the request's namespace, fetches
+/// what the rules need there by `by`, validates.
+async fn decide<K>(
     req: &AdmissionRequest<DynamicObject>,
     client: &kube::Client,
-    lookups: L,
+    by: Instant,
     validate: fn(&K, Option<&K>, &Lookups) -> Verdict,
 ) -> Verdict
 where
-    K: Resource<DynamicType = ()> + DeserializeOwned,
-    L: FnOnce(kube::Client, String, K, Option<K>) -> LF,
-    LF: Future<Output = (K, Option<K>, Lookups)>,
+    K: Resource<DynamicType = ()> + DeserializeOwned + Looked,
 {
     if req.kind.group != GROUP || !req.kind.kind.eq_ignore_ascii_case(&K::kind(&())) {
         return deny(format!(
@@ -148,13 +158,46 @@ where
         Ok(o) => o,
         Err(v) => return v,
     };
-    let (new, old, found) = if new.meta().deletion_timestamp.is_some() {
-        (new, old, Lookups::default())
+    let ns = match same_namespace(
+        req.namespace.as_deref(),
+        new.meta(),
+        old.as_ref().map(|o| o.meta()),
+    ) {
+        Ok(ns) => ns,
+        Err(why) => return deny(why),
+    };
+    let found = if new.meta().deletion_timestamp.is_some() {
+        Lookups::default()
     } else {
-        let ns = req.namespace.clone().unwrap_or_default();
-        lookups(client.clone(), ns, new, old).await
+        new.lookups(old.as_ref(), client, ns, by).await
     };
     validate(&new, old.as_ref(), &found)
+}
+
+/// The namespace the lookups of a review may read: the request's, which the object (and the
+/// old object) must be in. Anyone who reaches the webhook can send a review; one that names a
+/// namespace and carries an object of another would otherwise have the webhook read (and name
+/// in its answer) what the first holds. Such a review is refused and nothing is looked up.
+pub(super) fn same_namespace<'a>(
+    request: Option<&'a str>,
+    object: &kube::api::ObjectMeta,
+    old: Option<&kube::api::ObjectMeta>,
+) -> Result<&'a str, String> {
+    let ns = request.filter(|n| !n.is_empty()).ok_or(
+        "the request names no namespace (every kind validated here is namespaced); nothing was \
+         looked up",
+    )?;
+    for (which, meta) in [("object", Some(object)), ("oldObject", old)] {
+        let theirs = meta.and_then(|m| m.namespace.as_deref());
+        if let Some(theirs) = theirs.filter(|t| *t != ns) {
+            return Err(format!(
+                "{which}.metadata.namespace: {theirs:?} is not the request's namespace {ns:?}; \
+                 lookups are made only in the namespace of the object under review, so nothing \
+                 was looked up"
+            ));
+        }
+    }
+    Ok(ns)
 }
 
 fn deny(message: impl Into<String>) -> Verdict {
@@ -162,83 +205,6 @@ fn deny(message: impl Into<String>) -> Verdict {
         allowed: false,
         message: message.into(),
         warnings: Vec::new(),
-    }
-}
-
-async fn no_lookups<K>(
-    _: kube::Client,
-    _: String,
-    new: K,
-    old: Option<K>,
-) -> (K, Option<K>, Lookups) {
-    (new, old, Lookups::default())
-}
-
-async fn controller_lookups(
-    client: kube::Client,
-    ns: String,
-    new: Controller,
-    old: Option<Controller>,
-) -> (Controller, Option<Controller>, Lookups) {
-    let mut found = Lookups::default();
-    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
-    let names: BTreeSet<&str> = new
-        .spec
-        .config_file_refs
-        .iter()
-        .map(|r| r.name.as_str())
-        .filter(|n| !n.is_empty())
-        .collect();
-    for name in names {
-        let l = lookup(maps.get_opt(name), |cm: ConfigMap| {
-            let data = cm.data.unwrap_or_default().into_keys();
-            let binary = cm.binary_data.unwrap_or_default().into_keys();
-            data.chain(binary).collect()
-        })
-        .await;
-        found.config_maps.insert(name.to_string(), l);
-    }
-    if new.spec.ha.enabled
-        && let Some(claim) = new.spec.existing_claim()
-    {
-        let claims: Api<PersistentVolumeClaim> = Api::namespaced(client, &ns);
-        let l = lookup(claims.get_opt(claim), |pvc: PersistentVolumeClaim| {
-            pvc.spec.and_then(|s| s.access_modes).unwrap_or_default()
-        })
-        .await;
-        found.claims.insert(claim.to_string(), l);
-    }
-    (new, old, found)
-}
-
-async fn nodeset_lookups(
-    client: kube::Client,
-    ns: String,
-    new: NodeSet,
-    old: Option<NodeSet>,
-) -> (NodeSet, Option<NodeSet>, Lookups) {
-    let mut found = Lookups::default();
-    let name = new.spec.controller_ref.name.as_str();
-    if old.is_none() && !name.is_empty() {
-        let controllers: Api<Controller> = Api::namespaced(client, &ns);
-        let l = lookup(controllers.get_metadata_opt(name), |_| ()).await;
-        found.controllers.insert(name.to_string(), l);
-    }
-    (new, old, found)
-}
-
-/// A GET turned into a [`Lookup`], with a time limit.
-async fn lookup<T, U>(
-    get: impl Future<Output = kube::Result<Option<T>>>,
-    keep: impl FnOnce(T) -> U,
-) -> Lookup<U> {
-    match tokio::time::timeout(LOOKUP_TIMEOUT, get).await {
-        Ok(Ok(Some(obj))) => Lookup::Found(keep(obj)),
-        Ok(Ok(None)) => Lookup::NotFound,
-        Ok(Err(e)) => Lookup::Failed(e.to_string()),
-        Err(_) => Lookup::Failed(format!(
-            "no answer from the API server within {LOOKUP_TIMEOUT:?}"
-        )),
     }
 }
 
@@ -341,6 +307,141 @@ mod tests {
         let n = object("NodeSet", json!({"controllerRef": {"name": "slurm"}}));
         let r = answer("nodeset", &request("NodeSet", "CREATE", n, Value::Null)).await;
         assert_eq!(r["allowed"], true, "{r}");
+    }
+
+    /// A TCP server that takes connections, counts them and never answers: a hung API server.
+    async fn hanging_api_server() -> (kube::Client, std::sync::Arc<std::sync::atomic::AtomicUsize>)
+    {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((conn, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                held.push(conn);
+            }
+        });
+        let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+        (client, accepted)
+    }
+
+    /// Three ConfigMaps and a claim to look up from an API server that never answers: all are
+    /// asked at once and given up together at the deadline, and the answer names each.
+    #[tokio::test]
+    async fn lookups_end_together_at_the_deadline() {
+        let (client, accepted) = hanging_api_server().await;
+        let c = object(
+            "Controller",
+            json!({
+                "configFileRefs": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+                "ha": {"enabled": true},
+                "persistence": {"existingClaim": "state"},
+            }),
+        );
+        let body = request("Controller", "CREATE", c, Value::Null);
+        let start = std::time::Instant::now();
+        let review = review_within("controller", &client, &body, Duration::from_millis(800)).await;
+        let took = start.elapsed();
+        let r = serde_json::to_value(review).unwrap()["response"].take();
+        // One after another, four lookups would take 3.2 s.
+        assert!(took < Duration::from_millis(1500), "{took:?}");
+        assert!(took >= Duration::from_millis(800), "{took:?}");
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 4);
+        assert_eq!(r["allowed"], false);
+        let msg = r["status"]["message"].as_str().unwrap();
+        for field in [
+            "configFileRefs[0]",
+            "configFileRefs[1]",
+            "configFileRefs[2]",
+        ] {
+            assert!(
+                msg.contains(&format!("spec.{field}.name: could not check ConfigMap")),
+                "{msg}"
+            );
+        }
+        assert!(msg.contains("within the review's lookup deadline"), "{msg}");
+    }
+
+    /// A review whose object is of another namespace than the request names is refused, and
+    /// nothing is looked up (the API server is never asked).
+    #[tokio::test]
+    async fn lookups_only_in_the_namespace_of_the_object() {
+        let (client, accepted) = hanging_api_server().await;
+        let mut c = object(
+            "Controller",
+            json!({"configFileRefs": [{"name": "kubeadm-config"}]}),
+        );
+        c["metadata"]["namespace"] = json!("kube-system");
+        let body = request("Controller", "CREATE", c.clone(), Value::Null);
+        let review = review_within("controller", &client, &body, Duration::from_secs(5)).await;
+        let r = serde_json::to_value(review).unwrap()["response"].take();
+        assert_eq!(r["allowed"], false);
+        assert_eq!(
+            r["status"]["message"],
+            "object.metadata.namespace: \"kube-system\" is not the request's namespace \"slurm\"; \
+             lookups are made only in the namespace of the object under review, so nothing was \
+             looked up"
+        );
+
+        // The old object too; and a request without a namespace.
+        let mut mine = c.clone();
+        mine["metadata"]["namespace"] = json!("slurm");
+        let body = request("Controller", "UPDATE", mine, c.clone());
+        let review = review_within("controller", &client, &body, Duration::from_secs(5)).await;
+        let r = serde_json::to_value(review).unwrap()["response"].take();
+        assert!(
+            r["status"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("oldObject.metadata.namespace: \"kube-system\""),
+            "{r}"
+        );
+        let mut body: Value = serde_json::from_slice(&request(
+            "Token",
+            "CREATE",
+            object("Token", json!({"username": "slurm"})),
+            Value::Null,
+        ))
+        .unwrap();
+        body["request"].as_object_mut().unwrap().remove("namespace");
+        let review = review_within(
+            "token",
+            &client,
+            &serde_json::to_vec(&body).unwrap(),
+            Duration::from_secs(5),
+        )
+        .await;
+        let r = serde_json::to_value(review).unwrap()["response"].take();
+        assert!(
+            r["status"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("the request names no namespace"),
+            "{r}"
+        );
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn same_namespace_rule() {
+        let meta = |ns: Option<&str>| kube::api::ObjectMeta {
+            namespace: ns.map(str::to_string),
+            ..Default::default()
+        };
+        assert_eq!(same_namespace(Some("a"), &meta(Some("a")), None), Ok("a"));
+        assert_eq!(
+            same_namespace(Some("a"), &meta(Some("a")), Some(&meta(Some("a")))),
+            Ok("a")
+        );
+        // An object without one takes the request's (a create body need not carry it).
+        assert_eq!(same_namespace(Some("a"), &meta(None), None), Ok("a"));
+        assert!(same_namespace(Some("a"), &meta(Some("b")), None).is_err());
+        assert!(same_namespace(Some("a"), &meta(Some("a")), Some(&meta(Some("b")))).is_err());
+        assert!(same_namespace(None, &meta(Some("a")), None).is_err());
+        assert!(same_namespace(Some(""), &meta(None), None).is_err());
     }
 
     /// The request of issue 23: Slinky's chart rendered with empty lists, the nulls kept by a

@@ -3,6 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
 /// The answer to one admission request: allowed or not, the reasons (each naming the field,
 /// joined by `; `), and warnings shown to the client either way.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -69,10 +71,11 @@ pub enum Lookup<T> {
     Failed(String),
 }
 
-/// Objects of the request's namespace that a validation needs, fetched by the server before
-/// the (pure) validation runs. A name missing from a map was not looked up, which denies like
-/// a failed lookup: nothing is allowed unchecked.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Objects of the namespace of the object under review that a validation needs, fetched by the
+/// server before the (pure) validation runs (see [`super::lookup`]). A name missing from a map
+/// was not looked up, which counts as a failed lookup: nothing passes unchecked without a word
+/// (a rule that gates denies, one whose check the operator repeats warns).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Lookups {
     /// ConfigMaps by name: their keys (`data` and `binaryData`).
     pub config_maps: BTreeMap<String, Lookup<BTreeSet<String>>>,
@@ -80,6 +83,8 @@ pub struct Lookups {
     pub controllers: BTreeMap<String, Lookup<()>>,
     /// PersistentVolumeClaims by name: their `spec.accessModes`.
     pub claims: BTreeMap<String, Lookup<Vec<String>>>,
+    /// Secrets by name: their metadata only (a Token's Secret: whose it is).
+    pub secrets: BTreeMap<String, Lookup<ObjectMeta>>,
 }
 
 impl Lookups {

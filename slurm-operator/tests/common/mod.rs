@@ -139,6 +139,19 @@ impl TestEnv {
         ground()
     }
 
+    /// A JSON merge patch of `what` (e.g. `nodeset/slurm-worker-slinky`) in the namespace.
+    pub fn merge_patch(&self, what: &str, json: &str) {
+        ground().ok(&[
+            "patch",
+            "-n",
+            &self.ns.name,
+            what,
+            "--type=merge",
+            "-p",
+            json,
+        ]);
+    }
+
     /// Applies `tests/manifests/<file>` in the namespace.
     pub fn apply_manifest(&self, file: &str) {
         ground().apply(&self.ns.name, &manifest(file));

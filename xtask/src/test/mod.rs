@@ -113,6 +113,8 @@ impl Timings {
 
 pub fn run(workspace: &Path, test_args: &[String]) -> Result<()> {
     lint_in_the_build(workspace)?;
+    // The exporter's alert rules are checked and unit-tested with promtool.
+    crate::slurm::rootfs::ensure_program("promtool", "prometheus")?;
     let target_dir = crate::target_dir(workspace);
     if let Some(free) = free_bytes(&target_dir) {
         eprintln!(

@@ -39,7 +39,17 @@ pub fn parse_time_limit(text: &str) -> Result<Limit<u32>, String> {
             (true, [h, m]) => (*h, *m, 0),
             _ => return Err(bad()),
         };
-        ((days * 24 + h) * 60 + m) * 60 + s
+        // Checked: `99999999999999999-0` overflowed (a panic in debug builds, a wrong
+        // limit in release ones).
+        days.checked_mul(24)
+            .and_then(|t| {
+                t.checked_add(h)?
+                    .checked_mul(60)?
+                    .checked_add(m)?
+                    .checked_mul(60)?
+                    .checked_add(s)
+            })
+            .ok_or_else(|| format!("{text:?} is too long"))?
     };
     let minutes = seconds.div_ceil(60).max(1);
     u32::try_from(minutes)
@@ -51,13 +61,14 @@ pub fn parse_time_limit(text: &str) -> Result<Limit<u32>, String> {
 pub fn parse_memory_mb(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let bad = || format!("{text:?} is not a memory size such as 512 (MiB), 512M or 4G");
+    let too_big = || format!("{text:?} is too large a memory size");
     let (number, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
     let n: u64 = number.parse().map_err(|_| bad())?;
     let mb = match unit.to_ascii_uppercase().trim_end_matches('B') {
         "" | "M" => n,
         "K" => n.div_ceil(1024),
-        "G" => n * 1024,
-        "T" => n * 1024 * 1024,
+        "G" => n.checked_mul(1024).ok_or_else(too_big)?,
+        "T" => n.checked_mul(1024 * 1024).ok_or_else(too_big)?,
         _ => return Err(bad()),
     };
     Ok(mb)
@@ -186,7 +197,14 @@ pub fn parse_time(text: &str) -> Result<i64, String> {
             [h, m, s] => (h, m, s),
             _ => return Err(bad()),
         };
-        if !(1..=12).contains(&mo) || !(1..=31).contains(&day) || h > 23 || mi > 59 || s > 60 {
+        // The year is bounded so that the arithmetic below cannot overflow.
+        if !(1..=9999).contains(&y)
+            || !(1..=12).contains(&mo)
+            || !(1..=31).contains(&day)
+            || !(0..=23).contains(&h)
+            || !(0..=59).contains(&mi)
+            || !(0..=60).contains(&s)
+        {
             return Err(bad());
         }
         return Ok(days_from_civil(y, mo as u32, day as u32) * 86400 + h * 3600 + mi * 60 + s);
@@ -194,7 +212,10 @@ pub fn parse_time(text: &str) -> Result<i64, String> {
     let ago = parse_duration(t).map_err(|_| {
         format!("{text:?} is not a time such as 2h (ago), 2025-01-31 or 2025-01-31T13:45")
     })?;
-    Ok(now() - ago.as_secs() as i64)
+    i64::try_from(ago.as_secs())
+        .ok()
+        .and_then(|ago| now().checked_sub(ago))
+        .ok_or_else(|| format!("{text:?} is too long ago"))
 }
 
 /// Days since 1970-01-01 of a date (Howard Hinnant's algorithm).
@@ -252,6 +273,29 @@ mod tests {
             let (y, m, d) = civil_from_days(days);
             assert_eq!(days_from_civil(y, m, d), days);
         }
+    }
+
+    #[test]
+    fn huge_numbers_are_errors_not_overflows() {
+        // Regressions: each overflowed (a panic in debug builds).
+        assert!(
+            parse_time_limit("99999999999999999-0")
+                .unwrap_err()
+                .contains("too long")
+        );
+        assert!(
+            parse_time_limit("1:99999999999999999:0")
+                .unwrap_err()
+                .contains("too long")
+        );
+        assert!(
+            parse_memory_mb("99999999999999999T")
+                .unwrap_err()
+                .contains("too large")
+        );
+        assert!(parse_time("99999999999999-01-01").is_err());
+        assert!(parse_time("2024-01-01T-5:00").is_err());
+        assert!(parse_time("99999999999999999999").is_err());
     }
 
     #[test]

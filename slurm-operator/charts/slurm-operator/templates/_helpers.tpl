@@ -164,10 +164,11 @@ namespace, else into a Role per watched namespace.
 - apiGroups: [""]
   resources: ["pods/status"]
   verbs: ["patch"]
-# NodeSet volumeClaimTemplates (create); the webhook checks Controller persistence.existingClaim.
+# NodeSet volumeClaimTemplates (create; list and patch: their owners, by
+# persistentVolumeClaimRetentionPolicy); the webhook checks Controller persistence.existingClaim.
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
-  verbs: ["get", "create"]
+  verbs: ["get", "list", "create", "patch"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]

@@ -23,6 +23,7 @@ use slurm_client::model::{Node, NodeStateChange, NodeUpdate};
 
 use super::super::apply::{FIELD_MANAGER, apply};
 use super::super::{Context, Error};
+use super::claims;
 use crate::crd::{Controller, NodeSet};
 use crate::planner::pod_info::{self, NodeComment};
 use crate::planner::{CONDITION_PREFIX, DeleteReason, Plan, PodConditions};
@@ -256,7 +257,11 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
         });
     }
 
-    for d in &plan.delete {
+    // Claims that go with a scale-in's pods name them first (the garbage collector deletes
+    // them after the pods); a pod whose claims could not be set waits for the next pass.
+    let (held, claims_error) = claims::sync(ctx, t.nodeset, t.pods, &claims::condemned(plan)).await;
+    keep(claims_error.map_or(Ok(()), Err));
+    for d in plan.delete.iter().filter(|d| !held.contains(&d.pod)) {
         keep(delete(ctx, &t, &pods, &d.pod, d.reason).await);
     }
 

@@ -14,6 +14,7 @@
 
 mod act;
 mod adopt;
+mod claims;
 mod history;
 mod observe;
 mod reservation;
@@ -71,7 +72,7 @@ async fn finalize(nodeset: &NodeSet, ctx: &Context) -> Result<(), Error> {
     }
     let ns = nodeset.namespace().ok_or(Error::Unnamed)?;
     let slurm = match controller_of(ctx, &ns, &nodeset.spec.controller_ref.name) {
-        Ok(controller) => match cluster::client(ctx, &controller) {
+        Ok(controller) => match cluster::client(ctx, &controller).await {
             Ok(client) => client,
             // Its key Secret is gone (a namespace being deleted): no client can be made.
             Err(Error::MissingReference { .. }) => None,
@@ -90,7 +91,7 @@ async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Res
     let controller = controller_of(ctx, &ns, &nodeset.spec.controller_ref.name)?;
     let daemonset = nodeset.spec.is_daemonset();
 
-    let slurm_client = cluster::client(ctx, &controller);
+    let slurm_client = cluster::client(ctx, &controller).await;
     let node_view = match &slurm_client {
         Ok(Some(_)) => ctx.slurm.nodes(&cluster::key(&controller)),
         Ok(None) => NodeView::Unknown,

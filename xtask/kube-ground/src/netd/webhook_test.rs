@@ -43,12 +43,14 @@ class Hook(http.server.BaseHTTPRequestHandler):
             review = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
                       "response": {"uid": req["uid"], "convertedObjects": objects, "result": {"status": "Success"}}}
         body = json.dumps(review).encode()
+        # Logged before the answer goes out: a test that reads the log once its request is
+        # answered must find the line (logged after, it could be read before it was written).
+        print("served", self.path, "from", self.client_address[0], flush=True)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-        print("served", self.path, "from", self.client_address[0], flush=True)
 
     def log_message(self, *args):
         pass

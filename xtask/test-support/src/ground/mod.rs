@@ -3,6 +3,7 @@
 //! started inside the ground's network namespace as if they ran in a pod ([`inside`]).
 //! Tests fail, never skip, when the ground is not up.
 
+mod api_proxy;
 mod forward;
 mod inside;
 mod netns;
@@ -12,6 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub use api_proxy::ApiProxy;
 pub use forward::forward_into_ground;
 pub use inside::InsideProcess;
 

@@ -55,7 +55,10 @@ pub fn apply(args: &mut SubmitArgs, lines: &[Vec<String>]) -> Result<Vec<String>
                 },
                 None => match word.strip_prefix('-').filter(|s| !s.is_empty()) {
                     Some(short) => {
-                        let (k, v) = short.split_at(1);
+                        // The option letter is one character, not one byte: `-é` must
+                        // not cut inside it.
+                        let first = short.chars().next().map_or(0, char::len_utf8);
+                        let (k, v) = short.split_at(first);
                         (k.to_string(), Some(v.to_string()).filter(|v| !v.is_empty()))
                     }
                     None => {
@@ -248,5 +251,14 @@ hostname
         assert!(err.contains("--nodes=two"), "{err}");
         let err = apply(&mut args, &[vec!["--time".into()]]).unwrap_err();
         assert!(err.contains("needs a value"), "{err}");
+    }
+
+    #[test]
+    fn a_multibyte_short_option_is_not_cut_inside() {
+        // Regression: `-é` panicked (a byte index inside the character).
+        let mut args = SubmitArgs::default();
+        let ignored = apply(&mut args, &words("#!/bin/sh\n#SBATCH -éx -ü\n")).unwrap();
+        assert_eq!(ignored.len(), 2, "{ignored:?}");
+        assert!(ignored[0].contains("-éx"), "{ignored:?}");
     }
 }

@@ -1,0 +1,336 @@
+//! Monitoring as users run it, on the end-to-end's installed releases: a real Prometheus scrapes
+//! every component through the ServiceMonitors their charts render (the same values, the monitors
+//! turned on), each /metrics passes `promtool check metrics`, every query of the shipped dashboard
+//! answers with data where this scenario has some, and the shipped alert rules fire on an outage
+//! of slurmrestd and resolve after it.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use test_support::ground::{Ground, forward_into_ground};
+use test_support::helm::{template, workspace};
+use test_support::prometheus::Prometheus;
+
+use super::{Cluster, Names, bridge_set, http_get, json, values};
+
+/// How often the monitors scrape here (the charts' default is 30 s).
+const SCRAPE: &str = "5s";
+
+/// Metric families this scenario has no series of, and why; a dashboard query of only these may
+/// answer nothing. Any other query must answer with data.
+const ABSENT: &[(&str, &str)] = &[
+    ("slurm_node_gpus", "no node has GPUs"),
+    ("slurm_node_gpus_allocated", "no node has GPUs"),
+    ("slurm_partition_gpus", "no node has GPUs"),
+    ("slurm_jobs_gpus", "no job asks for GPUs"),
+    ("slurm_reservation_", "no reservation"),
+    ("slurm_license_", "no license"),
+    (
+        "slurm_backfill_het_jobs_backfilled_total",
+        "no heterogeneous job",
+    ),
+    ("slurm_jobs_failed_total", "no job fails"),
+    (
+        "slurm_backfill_last_cycle_timestamp_seconds",
+        "no backfill cycle without pending jobs",
+    ),
+    (
+        "slurm_partition_max_time_seconds",
+        "partitions without limits",
+    ),
+    (
+        "slurm_partition_default_time_seconds",
+        "partitions without limits",
+    ),
+    (
+        "slurm_partition_max_nodes_per_job",
+        "partitions without limits",
+    ),
+    (
+        "slurm_share_",
+        "no accounting (slurmdbd) in the chart's cluster here",
+    ),
+    ("slurm_qos_", "no accounting"),
+    ("slurm_association_", "no accounting"),
+    ("slurm_accounting_up", "no accounting: its sources are off"),
+    (
+        "slurm_exporter_collect_errors_total",
+        "no collection has failed yet: a kind's series starts with its first error",
+    ),
+];
+
+/// Prometheus over the releases of `n`: started, every target up, each /metrics linted.
+pub fn prometheus<'g>(g: &'g Ground, n: &Names) -> Prometheus<'g> {
+    let monitors = |chart: &str, release: &str, ns: &str, extra: Vec<String>| -> Vec<Value> {
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let text = template(chart, release, ns, &extra).unwrap_or_else(|e| panic!("{e}"));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("helm template --json: {e}"))
+    };
+    let on = |prefix: &str| {
+        vec![
+            "--set".to_owned(),
+            format!("{prefix}.enabled=true"),
+            "--set".to_owned(),
+            format!("{prefix}.interval={SCRAPE}"),
+        ]
+    };
+    let mut objects = monitors(
+        "slurm-operator/charts/slurm-operator",
+        "slurm-operator",
+        &n.operator,
+        on("operator.serviceMonitor"),
+    );
+    objects.extend(monitors(
+        "slurm-exporter/charts/slurm-exporter",
+        "slurm-exporter",
+        &n.slurm,
+        [values("exporter.yaml"), on("serviceMonitor")].concat(),
+    ));
+    objects.extend(monitors(
+        "slurm-bridge/charts/slurm-bridge",
+        "slurm-bridge",
+        &n.slurm,
+        [
+            values("bridge.yaml"),
+            bridge_set(n),
+            on("metrics.serviceMonitor"),
+        ]
+        .concat(),
+    ));
+    let p = Prometheus::start(g, &objects, &[&short_rules()]);
+    let jobs = p.jobs();
+    assert_eq!(jobs.len(), 3, "one monitor per component: {jobs:?}");
+    for target in p.wait_targets_up(&jobs, 120) {
+        lint(&target);
+    }
+    p
+}
+
+/// Every query of the shipped dashboard, its variables filled as Grafana would, answers; with
+/// data unless it reads only families of [`ABSENT`]. A held job pends meanwhile (a job runs
+/// already: the bridge's).
+pub fn dashboard_answers(p: &Prometheus, cluster: &Cluster) {
+    let held = cluster.cli(&[
+        "jobs",
+        "submit",
+        "--name",
+        "held",
+        "--partition",
+        "workers",
+        "--hold",
+        "--wrap",
+        "hostname",
+        "--output",
+        "json",
+    ]);
+    let held = json(&held)["job_id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no job id in {held}"));
+    let some = |q: &str| {
+        p.query(q)
+            .is_ok_and(|r| r.as_array().is_some_and(|a| !a.is_empty()))
+    };
+    // Rates need two scrapes within their window.
+    p.wait("two scrapes of the exporter, and the held job", 90, || {
+        some("count_over_time(slurm_up[1m]) >= 3") && some("slurm_jobs_pending")
+    });
+    let instances = p
+        .label_values("instance", "slurm_up")
+        .unwrap_or_else(|e| panic!("$instance: {e}"));
+    assert_eq!(instances.len(), 1, "one exporter: {instances:?}");
+    let fill = |expr: &str| {
+        expr.replace("$instance", &instances[0].replace('.', "\\\\."))
+            .replace("$partition", ".*")
+            .replace("$__rate_interval", "1m")
+    };
+    let text = std::fs::read_to_string(
+        workspace().join("slurm-exporter/charts/slurm-exporter/dashboards/slurm.json"),
+    )
+    .unwrap();
+    let dashboard: Value = serde_json::from_str(&text).unwrap();
+    let mut failures = Vec::new();
+    let mut queries = 0;
+    for panel in panels(&dashboard) {
+        let title = panel["title"].as_str().unwrap_or("(untitled)");
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let Some(expr) = target["expr"].as_str() else {
+                continue;
+            };
+            queries += 1;
+            let query = fill(expr);
+            match p.query(&query) {
+                Err(e) => failures.push(format!("{title}: {query}: {e}")),
+                Ok(r) if r.as_array().is_some_and(Vec::is_empty) && !only_absent(expr) => {
+                    failures.push(format!("{title}: {query}: no series"))
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+    cluster.cli(&["jobs", "cancel", &held.to_string()]);
+    assert!(queries > 100, "the dashboard's queries were not found");
+    assert!(
+        failures.is_empty(),
+        "dashboard queries that fail or answer nothing ({} of {queries}):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// slurmrestd stopped (its RestApi scaled to 0): `SlurmUnreachable` fires; started again, it
+/// resolves, and the alerts left are those of before the outage.
+pub fn outage_fires_and_resolves(g: &Ground, n: &Names, p: &Prometheus) {
+    let scale = |replicas: u32| {
+        g.ok(&[
+            "patch",
+            "restapi",
+            "slurm",
+            "-n",
+            &n.slurm,
+            "--type=merge",
+            "-p",
+            &format!("{{\"spec\":{{\"replicas\":{replicas}}}}}"),
+        ])
+    };
+    // Every rule has been evaluated on healthy data for longer than its (shortened) `for:`.
+    std::thread::sleep(std::time::Duration::from_secs(15));
+    let before = active(p);
+    assert!(
+        !before.iter().any(|(name, _)| name == "SlurmUnreachable"),
+        "SlurmUnreachable before the outage: {before:?}"
+    );
+    scale(0);
+    p.wait("SlurmUnreachable firing", 120, || {
+        firing(p).iter().any(|a| a == "SlurmUnreachable")
+    });
+    scale(1);
+    let left = || -> Vec<(String, String)> {
+        active(p)
+            .into_iter()
+            .filter(|a| !before.contains(a) && !WINDOWED.contains(&a.0.as_str()))
+            .collect()
+    };
+    p.wait("the alerts of the outage resolved", 180, || {
+        left().is_empty()
+    });
+}
+
+/// Alerts on errors counted over the last 10 minutes: an outage keeps them for that long after
+/// it ends, by design.
+const WINDOWED: &[&str] = &["SlurmOperatorReconcileFailing", "SlurmTokenRejected"];
+
+/// The alerts pending or firing: name and labels.
+fn active(p: &Prometheus) -> Vec<(String, String)> {
+    p.alerts()
+        .iter()
+        .map(|a| {
+            let name = a["labels"]["alertname"].as_str().unwrap_or_default();
+            (name.to_owned(), a["labels"].to_string())
+        })
+        .collect()
+}
+
+fn firing(p: &Prometheus) -> Vec<String> {
+    p.alerts()
+        .iter()
+        .filter(|a| a["state"] == "firing")
+        .filter_map(|a| a["labels"]["alertname"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The shipped rules file with each `for:` shortened to 10 s, so that an outage of seconds
+/// shows what an outage of minutes would.
+fn short_rules() -> PathBuf {
+    let text = std::fs::read_to_string(
+        workspace().join("slurm-exporter/charts/slurm-exporter/rules/slurm.rules.yaml"),
+    )
+    .unwrap();
+    let short: String = text
+        .lines()
+        .map(|l| match l.trim_start().strip_prefix("for:") {
+            Some(_) => format!("{}for: 10s\n", &l[..l.len() - l.trim_start().len()]),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    let path = std::env::temp_dir().join(format!("slurm-rules-{}.yaml", std::process::id()));
+    std::fs::write(&path, short).unwrap();
+    path
+}
+
+/// `promtool check metrics` of the target's /metrics, read as Prometheus read it.
+fn lint(target: &Value) {
+    let url = target["scrapeUrl"].as_str().expect("a scrape URL");
+    let rest = url.strip_prefix("http://").expect("plain HTTP");
+    let (addr, path) = rest.split_once('/').expect("a path");
+    let local = forward_into_ground(addr.parse().expect("an IP:port"));
+    let text = http_get(local, &format!("/{path}")).unwrap_or_else(|e| panic!("{url}: {e}"));
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package)");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    // Problems are printed one a line, on stderr; a parse error is one of them.
+    let printed = [out.stdout, out.stderr].concat();
+    let printed = String::from_utf8_lossy(&printed);
+    let problems: Vec<&str> = printed
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !openmetrics_counter(&text, l))
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "promtool check metrics of {} ({url}):\n{}",
+        target["labels"]["job"],
+        problems.join("\n")
+    );
+}
+
+/// Whether promtool's `problem` is only the text format's reading of an OpenMetrics counter:
+/// OpenMetrics names the family `x` in HELP and TYPE and its sample `x_total`, and promtool
+/// (which parses the text format) finds no help for `x_total`.
+fn openmetrics_counter(text: &str, problem: &str) -> bool {
+    let Some(family) = problem
+        .strip_suffix(" no help text")
+        .and_then(|n| n.strip_suffix("_total"))
+    else {
+        return false;
+    };
+    text.trim_end().ends_with("# EOF")
+        && text
+            .lines()
+            .any(|l| l == format!("# TYPE {family} counter"))
+        && text
+            .lines()
+            .any(|l| l.starts_with(&format!("# HELP {family} ")))
+}
+
+/// Whether every metric name in `expr` is of a family in [`ABSENT`].
+fn only_absent(expr: &str) -> bool {
+    let names: Vec<&str> = expr
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("slurm_"))
+        .collect();
+    !names.is_empty()
+        && names
+            .iter()
+            .all(|n| ABSENT.iter().any(|(family, _)| n.starts_with(family)))
+}
+
+fn panels(d: &Value) -> Vec<&Value> {
+    let mut out = Vec::new();
+    for p in d["panels"].as_array().into_iter().flatten() {
+        out.push(p);
+        out.extend(p["panels"].as_array().into_iter().flatten());
+    }
+    out
+}
