@@ -7,6 +7,11 @@ use crate::family::Family;
 use crate::snapshot::Fragment;
 use crate::sources::{Failure, SourceKind};
 
+/// Error kinds whose `slurm_exporter_collect_errors_total` series are there from the start, at 0:
+/// those an outage or a refused token produce, so that `increase()` and `rate()` see their first
+/// error (a series that appears at 1 has no increase). Other kinds appear with their first count.
+const EXPORTED_FROM_START: [&str; 3] = ["auth", "timeout", "transport"];
+
 /// The state of one source between collections.
 #[derive(Debug)]
 pub struct SourceStatus {
@@ -39,7 +44,7 @@ impl SourceStatus {
             duration: Duration::ZERO,
             last_success: None,
             attempts: 0,
-            errors: BTreeMap::new(),
+            errors: EXPORTED_FROM_START.iter().map(|k| (*k, 0)).collect(),
         }
     }
 
@@ -202,6 +207,17 @@ mod tests {
         assert_eq!(
             get("slurm_exporter_collect_errors").get(&["jobs", "timeout"]),
             Some(2.0)
+        );
+        // The kinds an outage or a refused token produce are there before their first error.
+        for kind in ["auth", "transport"] {
+            assert_eq!(
+                get("slurm_exporter_collect_errors").get(&["qos", kind]),
+                Some(0.0)
+            );
+        }
+        assert_eq!(
+            get("slurm_exporter_collect_errors").get(&["qos", "decode"]),
+            None
         );
         assert_eq!(get("slurm_exporter_source_up").get(&["jobs"]), Some(0.0));
         assert_eq!(get("slurm_exporter_collections").get(&["jobs"]), Some(3.0));

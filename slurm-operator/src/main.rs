@@ -188,6 +188,9 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         let cache = Cache::start(&client, &scope, nodes.clone());
         // Fail closed: no reconciler acts on a store before its first listing is in.
         cache.ready().await;
+        metrics
+            .objects
+            .watch(cache.nodesets.store(), cache.tokens.store());
         let mut ctx = Context::new(
             client.clone(),
             metrics.clone(),

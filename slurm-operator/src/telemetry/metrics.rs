@@ -9,6 +9,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use super::objects::Objects;
+
 /// The reconcilers, as the `controller` label names them.
 pub const CONTROLLERS: [&str; 6] = [
     "controller",
@@ -51,18 +53,6 @@ pub struct SlurmErrorLabels {
     pub kind: String,
 }
 
-/// Labels of NodeSet pods counted by the state of their Slurm node.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct NodeSetStateLabels {
-    /// NodeSet namespace.
-    pub namespace: String,
-    /// NodeSet name.
-    pub nodeset: String,
-    /// `idle`, `allocated` (or mixed), `down`, `drain` (a flag: also counted in its base state) or
-    /// `unregistered` (the pod has no Slurm node yet).
-    pub state: String,
-}
-
 /// Every metric of the operator, registered in one registry.
 pub struct Metrics {
     /// The registry `/metrics` encodes.
@@ -74,8 +64,8 @@ pub struct Metrics {
     slurm_errors: Family<SlurmErrorLabels, Counter>,
     /// Slurm nodes the operator is draining before it deletes their pods.
     pub drains_in_progress: Family<ControllerLabel, Gauge>,
-    /// NodeSet pods by the state of their Slurm node.
-    pub nodeset_pods: Family<NodeSetStateLabels, Gauge>,
+    /// The NodeSets' and Tokens' gauges, read off the watches at each scrape.
+    pub objects: Objects,
 }
 
 impl Default for Metrics {
@@ -134,12 +124,8 @@ impl Default for Metrics {
             "Slurm nodes being drained before their pods are deleted",
             drains_in_progress.clone(),
         );
-        let nodeset_pods = Family::<NodeSetStateLabels, Gauge>::default();
-        registry.register(
-            "nodeset_pods",
-            "NodeSet pods by the state of their Slurm node",
-            nodeset_pods.clone(),
-        );
+        let objects = Objects::default();
+        registry.register_collector(Box::new(objects.clone()));
         Metrics {
             registry,
             reconciles,
@@ -148,7 +134,7 @@ impl Default for Metrics {
             slurm_calls,
             slurm_errors,
             drains_in_progress,
-            nodeset_pods,
+            objects,
         }
     }
 }

@@ -2,5 +2,6 @@
 //! endpoints and the logs are [`kube_support::http`] and [`kube_support::logs`].
 
 pub mod metrics;
+mod objects;
 
 pub use metrics::Metrics;

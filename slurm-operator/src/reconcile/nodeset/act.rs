@@ -28,7 +28,6 @@ use crate::crd::{Controller, NodeSet};
 use crate::planner::pod_info::{self, NodeComment};
 use crate::planner::{CONDITION_PREFIX, DeleteReason, Plan, PodConditions};
 use crate::render;
-use crate::telemetry::metrics::NodeSetStateLabels;
 
 /// What the plan is applied to.
 pub struct Target<'a> {
@@ -286,25 +285,6 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
             controller: format!("{ns}/{}", t.nodeset.name_any()),
         })
         .set(plan.waiting_for_drain.len() as i64);
-    if let Some(s) = plan.status.slurm {
-        let unknown = plan.status.pods.replicas.saturating_sub(s.total);
-        for (state, count) in [
-            ("idle", s.idle),
-            ("allocated", s.allocated),
-            ("down", s.down),
-            ("drain", s.drain),
-            ("unregistered", unknown),
-        ] {
-            ctx.metrics
-                .nodeset_pods
-                .get_or_create(&NodeSetStateLabels {
-                    namespace: ns.clone(),
-                    nodeset: t.nodeset.name_any(),
-                    state: state.into(),
-                })
-                .set(i64::from(count));
-        }
-    }
     keep(status(ctx, t.nodeset, t.revision, plan).await);
     match first_error {
         Some(e) => Err(e),
