@@ -71,13 +71,22 @@ fn charts_install_run_upgrade_and_uninstall() {
         180,
     );
 
-    step("a Slurm cluster from the slurm chart");
+    step("a Slurm cluster from the slurm chart, with slurmctld's metrics and their ServiceMonitor");
+    let crd = std::fs::read_to_string(workspace().join("xtask/deploy/servicemonitor-crd.yaml"))
+        .expect("xtask/deploy/servicemonitor-crd.yaml");
+    g.apply("default", &crd);
+    g.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/servicemonitors.monitoring.coreos.com",
+        "--timeout=60s",
+    ]);
     install(
         g,
         "slurm",
         "slurm-operator/charts/slurm",
         &n.slurm,
-        &values("slurm.yaml"),
+        &with(values("slurm.yaml"), monitoring::SLURMCTLD_METRICS),
     );
     let cluster = Cluster::new(g, &n.slurm, "slurm");
     wait_pods_ready(g, &n.slurm, "app.kubernetes.io/name=slurmctld", 1, 300);
@@ -166,8 +175,12 @@ fn charts_install_run_upgrade_and_uninstall() {
 
     step("Prometheus scrapes every component through the ServiceMonitors of the charts");
     let prometheus = monitoring::prometheus(g, &n);
+    let held = monitoring::hold_job(&cluster);
     step("every query of the dashboard answers");
-    monitoring::dashboard_answers(&prometheus, &cluster);
+    monitoring::dashboard_answers(&prometheus);
+    step("slurmctld's own metrics agree with the exporter's");
+    monitoring::slurmctld_agrees_with_exporter(&prometheus);
+    cluster.cli(&["jobs", "cancel", &held.to_string()]);
     step("slurmrestd stopped: the alert fires, and resolves when it is back");
     monitoring::outage_fires_and_resolves(g, &n, &prometheus);
     drop(prometheus);
@@ -302,9 +315,23 @@ fn charts_install_run_upgrade_and_uninstall() {
     // retained): the one thing left, on purpose. A reinstall picks it up; a user deletes it.
     let statesave = "persistentvolumeclaim/statesave-slurm-controller-0";
     wait_empty(g, &n.slurm, &[statesave], 240);
+    // The operator's ServiceMonitor goes with its Controller.
+    g.wait_for(
+        &n.slurm,
+        "servicemonitors",
+        "{.items[*].metadata.name}",
+        Duration::from_secs(60),
+        str::is_empty,
+    );
     g.ok(&["delete", statesave, "-n", &n.slurm, "--wait=true"]);
     uninstall(g, "slurm-operator", &n.operator);
     uninstall(g, "slurm-operator-crds", "default");
+    g.ok(&[
+        "delete",
+        "crd",
+        "servicemonitors.monitoring.coreos.com",
+        "--wait=true",
+    ]);
     wait_empty(g, &n.operator, &[], 120);
     let crds = g.ok(&["get", "crds", "-o", "name"]);
     assert!(!crds.contains("slinky.slurm.net"), "CRDs left: {crds}");

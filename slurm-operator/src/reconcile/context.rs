@@ -27,6 +27,8 @@ pub struct Context {
     pub propagated_node_conditions: Vec<String>,
     /// What the scope's watches hold; read instead of the API server (see [`super::cache`]).
     pub cache: Cache,
+    /// The Controllers' ServiceMonitors as last applied or found absent.
+    pub service_monitors: super::service_monitor::Known,
 }
 
 impl Context {
@@ -50,6 +52,7 @@ impl Context {
             cluster_domain,
             propagated_node_conditions: Vec::new(),
             cache,
+            service_monitors: Default::default(),
         }
     }
 

@@ -1,6 +1,7 @@
-//! Controller: the slurmctld StatefulSet, its Service and the cluster's `N-config` ConfigMap
-//! (slurm.conf lists every NodeSet of the cluster, so NodeSets, the Accounting, the key Secrets
-//! and the mounted ConfigMaps all wake this reconciler).
+//! Controller: the slurmctld StatefulSet, its Service, the cluster's `N-config` ConfigMap and
+//! the ServiceMonitor of slurmctld's metrics ([`super::service_monitor`]). slurm.conf lists
+//! every NodeSet of the cluster, so NodeSets, the Accounting, the key Secrets and the mounted
+//! ConfigMaps all wake this reconciler.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -150,5 +151,7 @@ async fn sync(controller: &Controller, ctx: &Context) -> Result<Vec<Held>, Error
     for obj in children.stateful_sets {
         held.extend(adopt::apply_workload(ctx, controller, obj).await?);
     }
+    // Last: a ServiceMonitor that cannot be made leaves the cluster itself running.
+    super::service_monitor::sync(ctx, controller).await?;
     Ok(held)
 }

@@ -29,6 +29,7 @@ pub mod refs;
 pub mod restapi;
 pub mod secret_values;
 pub mod secrets;
+pub mod service_monitor;
 pub mod token;
 pub mod token_secret;
 

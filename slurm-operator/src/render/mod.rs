@@ -18,6 +18,7 @@ pub mod loginset;
 pub mod merge;
 pub mod nodeset_pod;
 pub mod restapi;
+pub mod service_monitor;
 pub mod slurm_conf;
 pub mod token;
 pub mod workers;

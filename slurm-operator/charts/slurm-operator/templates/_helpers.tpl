@@ -172,6 +172,11 @@ namespace, else into a Role per watched namespace.
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
+# A Controller's ServiceMonitor (metrics.serviceMonitor): read by name, applied, deleted when
+# turned off. Not watched: the kind may not be installed.
+- apiGroups: ["monitoring.coreos.com"]
+  resources: ["servicemonitors"]
+  verbs: ["get", "create", "patch", "delete"]
 {{- end }}
 
 {{/* What the operator calls on cluster-scoped resources: Kubernetes nodes (cordon, DaemonSet mode), watched into its cache. */}}

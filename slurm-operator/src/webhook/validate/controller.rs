@@ -10,15 +10,58 @@
 //!
 //! Ours: `extraConf` must be slurm.conf lines (`Key=Value…`, `Include …`, comments), and must not
 //! set the parameters in [`OWNED_KEYS`], which the operator writes and everything around
-//! slurmctld is built for. Fields and settings accepted but not acted on yet warn: `ha.enabled`,
-//! `metrics.serviceMonitor.enabled`, and a network topology (`TopologyPlugin` in `extraConf`, or
+//! slurmctld is built for. Fields and settings accepted but not acted on yet warn: `ha.enabled`
+//! and a network topology (`TopologyPlugin` in `extraConf`, or
 //! a `topology.conf`/`topology.yaml` in `configFileRefs`), since the Kubernetes nodes'
-//! `topology.slinky.slurm.net/spec` annotations are not synced to the workers yet.
+//! `topology.slinky.slurm.net/spec` annotations are not synced to the workers yet. Metrics
+//! settings that cannot work warn too: a ServiceMonitor without `metrics.enabled`, and
+//! `metrics.enabled` with `PrivateData` in `extraConf` (slurmctld then serves no metrics).
 
 use super::conf::check_conf_lines;
 use super::{being_deleted, warn_external_ips};
 use crate::crd::Controller;
 use crate::webhook::verdict::{Findings, Lookup, Lookups, Verdict};
+
+/// Whether `extra_conf` sets `PrivateData` (any case), which turns slurmctld's metrics off.
+fn has_private_data(extra_conf: &str) -> bool {
+    extra_conf.lines().any(|l| {
+        l.trim_start()
+            .split('=')
+            .next()
+            .is_some_and(|k| k.trim().eq_ignore_ascii_case("PrivateData"))
+            && l.contains('=')
+    })
+}
+
+/// Whether `s` is a Prometheus duration (`30s`, `1m30s`, `500ms`, `0`): units from largest to
+/// smallest, each at most once, as prometheus-operator's CRD pattern has it.
+fn is_prometheus_duration(s: &str) -> bool {
+    if s == "0" {
+        return true;
+    }
+    const UNITS: [&str; 7] = ["y", "w", "d", "h", "m", "s", "ms"];
+    let (mut rest, mut next_unit) = (s, 0);
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return false;
+        }
+        let after = &rest[digits..];
+        // "ms" before "m", so that "5ms" is not read as minutes followed by junk.
+        let Some((i, unit)) = UNITS
+            .iter()
+            .enumerate()
+            .skip(next_unit)
+            .filter(|(_, u)| after.starts_with(**u))
+            .max_by_key(|(_, u)| u.len())
+        else {
+            return false;
+        };
+        next_unit = i + 1;
+        rest = &after[unit.len()..];
+    }
+    !s.is_empty()
+}
 
 /// Slurm's limit for `ClusterName`.
 const MAX_CLUSTER_NAME: usize = 40;
@@ -160,10 +203,38 @@ pub fn validate_controller(
             "not honoured yet by this operator: one slurmctld runs, without backup controllers",
         );
     }
-    if spec.metrics.service_monitor.enabled {
+    let monitor = &spec.metrics.service_monitor;
+    let durations = [
+        ("interval", monitor.interval.as_ref()),
+        ("scrapeTimeout", monitor.scrape_timeout.as_ref()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (format!("spec.metrics.serviceMonitor.{k}"), v))
+    .chain(monitor.endpoints.iter().enumerate().flat_map(|(i, e)| {
+        [
+            ("interval", e.interval.as_ref()),
+            ("scrapeTimeout", e.scrape_timeout.as_ref()),
+        ]
+        .map(|(k, v)| (format!("spec.metrics.serviceMonitor.endpoints[{i}].{k}"), v))
+    }));
+    for (field, value) in durations {
+        if let Some(v) = value.filter(|v| !v.is_empty() && !is_prometheus_duration(v)) {
+            f.error(
+                &field,
+                format!("{v:?} is not a Prometheus duration (e.g. 30s, 1m30s, 500ms)"),
+            );
+        }
+    }
+    if spec.metrics.service_monitor.enabled && !spec.metrics.enabled {
         f.warn(
             "spec.metrics.serviceMonitor.enabled",
-            "not honoured yet by this operator: no ServiceMonitor is created",
+            "has no effect without spec.metrics.enabled: slurmctld serves no metrics",
+        );
+    }
+    if spec.metrics.enabled && has_private_data(&spec.extra_conf) {
+        f.warn(
+            "spec.metrics.enabled",
+            "slurmctld turns its metrics off while PrivateData is set (spec.extraConf)",
         );
     }
     if let Some(field) = topology_field(new, lookups) {
@@ -492,7 +563,67 @@ mod tests {
             v.warnings,
             [
                 "spec.ha.enabled: not honoured yet by this operator: one slurmctld runs, without backup controllers",
-                "spec.metrics.serviceMonitor.enabled: not honoured yet by this operator: no ServiceMonitor is created",
+            ]
+        );
+    }
+
+    #[test]
+    fn service_monitor_durations_must_be_prometheus_durations() {
+        for good in ["30s", "1m30s", "500ms", "0", "1h", "2w1d"] {
+            assert!(is_prometheus_duration(good), "{good}");
+        }
+        for bad in ["", "30", "s", "1s1m", "1.5s", "1m1m", " 30s", "-1s"] {
+            assert!(!is_prometheus_duration(bad), "{bad}");
+        }
+        let v = create(
+            &with(
+                "metrics: {serviceMonitor: {interval: \"30\", endpoints: [{path: /metrics/jobs, scrapeTimeout: 5sec}]}}",
+            ),
+            &Lookups::default(),
+        );
+        assert!(!v.allowed);
+        assert!(
+            v.message.contains(
+                "spec.metrics.serviceMonitor.interval: \"30\" is not a Prometheus duration"
+            ),
+            "{}",
+            v.message
+        );
+        assert!(
+            v.message
+                .contains("spec.metrics.serviceMonitor.endpoints[0].scrapeTimeout: \"5sec\""),
+            "{}",
+            v.message
+        );
+        let v = create(
+            &with("metrics: {serviceMonitor: {interval: \"\", scrapeTimeout: 10s}}"),
+            &Lookups::default(),
+        );
+        assert!(v.allowed, "{v:?}");
+    }
+
+    #[test]
+    fn metrics_settings_that_cannot_work_warn() {
+        let v = create(
+            &with("metrics: {serviceMonitor: {enabled: true}}"),
+            &Lookups::default(),
+        );
+        assert!(v.allowed, "{v:?}");
+        assert_eq!(
+            v.warnings,
+            [
+                "spec.metrics.serviceMonitor.enabled: has no effect without spec.metrics.enabled: slurmctld serves no metrics"
+            ]
+        );
+        let v = create(
+            &with("metrics: {enabled: true}, extraConf: \"privatedata=jobs\""),
+            &Lookups::default(),
+        );
+        assert!(v.allowed, "{v:?}");
+        assert_eq!(
+            v.warnings,
+            [
+                "spec.metrics.enabled: slurmctld turns its metrics off while PrivateData is set (spec.extraConf)"
             ]
         );
     }
