@@ -184,6 +184,8 @@ fn charts_install_run_upgrade_and_uninstall() {
     step("slurmrestd stopped: the alert fires, and resolves when it is back");
     monitoring::outage_fires_and_resolves(g, &n, &prometheus);
     drop(prometheus);
+    step("slurmctld's ServiceMonitor turned off and on: the operator deletes and remakes it");
+    monitoring::service_monitor_follows_the_controller(g, &n);
 
     step("operator upgraded to a new image tag; the cluster is left alone");
     let before = pods(g, &n.slurm);

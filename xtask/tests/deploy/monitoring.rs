@@ -136,6 +136,38 @@ pub fn prometheus<'g>(g: &'g Ground, n: &Names) -> Prometheus<'g> {
     p
 }
 
+/// The Controller's `metrics.serviceMonitor.enabled` turned off: the operator deletes the
+/// ServiceMonitor it made; on again: it makes it again.
+pub fn service_monitor_follows_the_controller(g: &Ground, n: &Names) {
+    let set = |enabled: bool| {
+        g.ok(&[
+            "patch",
+            "controller",
+            "slurm",
+            "-n",
+            &n.slurm,
+            "--type=merge",
+            "-p",
+            &format!(
+                "{{\"spec\":{{\"metrics\":{{\"serviceMonitor\":{{\"enabled\":{enabled}}}}}}}}}"
+            ),
+        ])
+    };
+    let names = |want: &'static str| {
+        g.wait_for(
+            &n.slurm,
+            "servicemonitors",
+            "{.items[*].metadata.name}",
+            std::time::Duration::from_secs(60),
+            move |names| names == want,
+        )
+    };
+    set(false);
+    names("");
+    set(true);
+    names("slurm");
+}
+
 /// slurmctld's own counts (`/metrics/nodes`, `/metrics/jobs`) and the exporter's for the same
 /// cluster agree once both have scraped a steady state: nodes, running and pending jobs.
 pub fn slurmctld_agrees_with_exporter(p: &Prometheus) {
@@ -219,7 +251,10 @@ pub fn dashboard_answers(p: &Prometheus) {
     };
     // Rates need two scrapes within their window.
     p.wait("two scrapes of the exporter, and the held job", 90, || {
-        some("count_over_time(slurm_up[1m]) >= 3") && some("slurm_jobs_pending")
+        some("count_over_time(slurm_up[1m]) >= 3")
+            && some(&format!(
+                "slurm_jobs_pending{{endpoint!=\"{SLURMCTLD_PORT}\"}} > 0"
+            ))
     });
     let instances = p
         .label_values("instance", "slurm_up")
