@@ -4,7 +4,18 @@
 //! Slinky-style custom resources by the operator run from source ([`operator`]).
 
 mod operator;
+pub mod prometheus;
 mod stack;
+
+/// Host ports into the ground, shared with test-support.
+#[path = "../test-support/src/ground/forward.rs"]
+mod forward;
+/// The one copy of "run a process inside the ground as if in a pod", shared with test-support.
+#[path = "../test-support/src/ground/netns.rs"]
+mod netns;
+/// ServiceMonitors as Prometheus scrape jobs, shared with test-support.
+#[path = "../test-support/src/prometheus/scrape.rs"]
+mod scrape;
 
 use std::path::Path;
 use std::process::Command;
@@ -31,6 +42,10 @@ enum DemoCmd {
     /// A Slurm cluster made from Slinky-style custom resources by slurm-operator, on the
     /// Kubernetes test ground (started if needed); left running until Ctrl-C or `--down`.
     Operator(operator::OperatorArgs),
+    /// What `cargo xtask demo` leaves running beside its Prometheus: target discovery and the
+    /// host port (see `demo/prometheus.rs`).
+    #[command(hide = true)]
+    PrometheusServe,
 }
 
 pub fn run(workspace: &Path, args: &DemoArgs) -> Result<()> {
@@ -38,6 +53,7 @@ pub fn run(workspace: &Path, args: &DemoArgs) -> Result<()> {
         None => stack::run(workspace, &args.stack),
         Some(DemoCmd::Client) => run_client(workspace),
         Some(DemoCmd::Operator(args)) => operator::run(workspace, args),
+        Some(DemoCmd::PrometheusServe) => prometheus::serve(),
     }
 }
 

@@ -15,12 +15,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use super::netns;
 use crate::kube::{ground, state as kube_state};
 use crate::slurm::process;
-
-/// The one copy of "run a process inside the ground as if in a pod", shared with test-support.
-#[path = "../../test-support/src/ground/netns.rs"]
-mod netns;
 
 /// Slinky-style manifests: Controller + RestApi + NodeSet of 3 + Token (the operator's tests use
 /// the same file).

@@ -1,8 +1,9 @@
 //! `cargo xtask demo`: the whole system on this machine, deployed as a user deploys it. On the
 //! Kubernetes test ground (started if needed), with the project's images and real Helm: the CRDs
 //! and the operator, a Slurm 26.05 cluster from the `slurm` chart (custom resources the operator
-//! turns into pods), the exporter, and the bridge with a pod that Slurm schedules. It prints what
-//! to look at and leaves everything running; `--down` uninstalls it.
+//! turns into pods), the exporter, and the bridge with a pod that Slurm schedules; and a Prometheus
+//! scraping them all through their ServiceMonitors ([`super::prometheus`]). It prints what to look
+//! at and leaves everything running; `--down` uninstalls it.
 //!
 //! The values are `xtask/deploy/*.yaml`, the ones the Helm end-to-end test installs.
 
@@ -21,6 +22,9 @@ const SLURM_NS: &str = "slurm";
 /// Where pods are scheduled by Slurm through the bridge.
 const WORK_NS: &str = "slurm-work";
 const EXTERNAL_NODE: &str = "scheduler.slinky.slurm.net/external-node";
+/// prometheus-operator's ServiceMonitor kind, as the test ground has it (no registry here brings
+/// the real CRD).
+const SERVICE_MONITOR_CRD: &str = "xtask/deploy/servicemonitor-crd.yaml";
 /// The bridge's taint on Slurm's nodes.
 const MANAGED_NODE: &str = "slinky.slurm.net/managed-node";
 
@@ -89,6 +93,18 @@ impl Demo {
             bail!("building the project's images failed");
         }
 
+        step(
+            "prometheus-operator's ServiceMonitor kind (a stand-in CRD), so that every chart makes its own",
+        );
+        let crd = std::fs::read_to_string(self.workspace.join(SERVICE_MONITOR_CRD))?;
+        self.apply("default", &crd)?;
+        self.kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/servicemonitors.monitoring.coreos.com",
+            "--timeout=60s",
+        ])?;
+
         step("CRDs and the operator (helm upgrade --install)");
         self.helm_install(
             "slurm-operator-crds",
@@ -100,16 +116,23 @@ impl Demo {
             "slurm-operator",
             "slurm-operator/charts/slurm-operator",
             OPERATOR_NS,
-            &["--wait"],
+            &["--wait", "--set", "operator.serviceMonitor.enabled=true"],
         )?;
 
-        step("a Slurm cluster from the slurm chart (the operator makes its pods)");
-        self.helm_install(
-            "slurm",
-            "slurm-operator/charts/slurm",
-            SLURM_NS,
-            &self.values("slurm.yaml"),
-        )?;
+        step(
+            "a Slurm cluster from the slurm chart (the operator makes its pods), slurmctld's metrics on",
+        );
+        let mut slurm = self.values("slurm.yaml");
+        slurm.extend(
+            [
+                "--set",
+                "controller.metrics.enabled=true",
+                "--set",
+                "controller.metrics.serviceMonitor.enabled=true",
+            ]
+            .map(String::from),
+        );
+        self.helm_install("slurm", "slurm-operator/charts/slurm", SLURM_NS, &slurm)?;
         for (selector, n) in [
             ("app.kubernetes.io/name=slurmctld", 1),
             ("app.kubernetes.io/name=slurmrestd", 1),
@@ -120,7 +143,7 @@ impl Demo {
 
         step("the exporter");
         let mut exporter = self.values("exporter.yaml");
-        exporter.push("--wait".into());
+        exporter.extend(["--wait", "--set", "serviceMonitor.enabled=true"].map(String::from));
         self.helm_install(
             "slurm-exporter",
             "slurm-exporter/charts/slurm-exporter",
@@ -151,6 +174,8 @@ impl Demo {
         bridge.extend([
             "--set".into(),
             format!("config.managedNamespaces={{{WORK_NS}}}"),
+            "--set".into(),
+            "metrics.serviceMonitor.enabled=true".into(),
             "--wait".into(),
         ]);
         self.helm_install(
@@ -194,9 +219,15 @@ impl Demo {
             "-o",
             "jsonpath={.metadata.labels.scheduler\\.slinky\\.slurm\\.net/slurm-jobid} on {.spec.nodeName}",
         ])?;
+        step(
+            "Prometheus, scraping what the ServiceMonitors select, with the exporter's alert rules",
+        );
+        super::prometheus::start(&self.state, &self.workspace)?;
+        let prometheus = super::prometheus::HOST_ADDR;
         println!(
             "\nThe whole system runs on the test ground; pod {WORK_NS}/hello was placed by Slurm: job {job}.\n\
              Look at it:\n  \
+             http://{prometheus}/targets                                             # Prometheus: every component's metrics, slurmctld's too; /alerts: the rules\n  \
              cargo xtask kube kubectl -- get pods -A -o wide\n  \
              cargo xtask kube kubectl -- get controllers,nodesets,restapis -n {SLURM_NS}     # the cluster as custom resources\n  \
              cargo xtask kube kubectl -- describe pod hello -n {WORK_NS}                      # the SlurmJob condition\n  \
@@ -209,6 +240,9 @@ impl Demo {
     }
 
     fn down(&self) -> Result<()> {
+        if super::prometheus::stop()? {
+            step("Prometheus stopped");
+        }
         let _ = self.kubectl(&[
             "delete",
             "namespace",
@@ -244,6 +278,12 @@ impl Demo {
         for ns in [SLURM_NS, OPERATOR_NS] {
             let _ = self.kubectl(&["delete", "namespace", ns, "--wait=false"]);
         }
+        let _ = self.kubectl(&[
+            "delete",
+            "crd",
+            "servicemonitors.monitoring.coreos.com",
+            "--ignore-not-found",
+        ]);
         println!("uninstalled; the ground keeps running (cargo xtask kube down stops it)");
         Ok(())
     }

@@ -306,8 +306,10 @@ fn write_env_file(state: &State) -> Result<()> {
 /// Stops what the state file records (the API server first), whatever state `up` left it in.
 /// Returns whether anything was running.
 pub fn down() -> Result<bool> {
+    // The demo's Prometheus runs inside the ground's network namespace, beside it.
+    let prometheus = crate::demo::prometheus::stop()?;
     let Some(state) = State::load()? else {
-        return Ok(false);
+        return Ok(prometheus);
     };
     let mut any = false;
     for d in state.daemons.iter().rev() {

@@ -361,21 +361,17 @@ fn firing(p: &Prometheus) -> Vec<String> {
 
 /// The shipped rules file with each `for:` shortened to 10 s, so that an outage of seconds
 /// shows what an outage of minutes would.
-fn short_rules() -> PathBuf {
+fn short_rules() -> String {
     let text = std::fs::read_to_string(
         workspace().join("slurm-exporter/charts/slurm-exporter/rules/slurm.rules.yaml"),
     )
     .unwrap();
-    let short: String = text
-        .lines()
+    text.lines()
         .map(|l| match l.trim_start().strip_prefix("for:") {
             Some(_) => format!("{}for: 10s\n", &l[..l.len() - l.trim_start().len()]),
             None => format!("{l}\n"),
         })
-        .collect();
-    let path = std::env::temp_dir().join(format!("slurm-rules-{}.yaml", std::process::id()));
-    std::fs::write(&path, short).unwrap();
-    path
+        .collect()
 }
 
 /// `promtool check metrics` of the target's /metrics, read as Prometheus read it.

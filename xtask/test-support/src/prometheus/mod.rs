@@ -6,7 +6,7 @@
 pub mod scrape;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -29,9 +29,10 @@ pub struct Prometheus<'g> {
 
 impl<'g> Prometheus<'g> {
     /// Starts Prometheus scraping what the ServiceMonitors among `monitors` (rendered chart
-    /// objects) select, with the rule files `rules`, and waits until it answers. The targets are
+    /// objects) select, with the rules `rules` (rule files' contents, written into its own
+    /// directory, removed with it), and waits until it answers. The targets are
     /// discovered now and on [`Prometheus::discover`].
-    pub fn start(g: &'g Ground, monitors: &[Value], rules: &[&Path]) -> Prometheus<'g> {
+    pub fn start(g: &'g Ground, monitors: &[Value], rules: &[&str]) -> Prometheus<'g> {
         let jobs = scrape::jobs(monitors).unwrap_or_else(|e| panic!("the ServiceMonitors: {e}"));
         let dir = std::env::temp_dir().join(format!("ground-prometheus-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -40,6 +41,15 @@ impl<'g> Prometheus<'g> {
             .iter()
             .enumerate()
             .map(|(i, j)| j.config(&dir.join(format!("targets-{i}.json"))))
+            .collect();
+        let rules: Vec<PathBuf> = rules
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let path = dir.join(format!("rules-{i}.yaml"));
+                std::fs::write(&path, text).unwrap();
+                path
+            })
             .collect();
         // JSON is YAML: Prometheus reads it as its configuration.
         let config = json!({
