@@ -122,6 +122,10 @@ fn namespaced_rules() -> BTreeMap<String, Vec<String>> {
             &["get", "list", "create", "patch"],
         ),
         ("events.k8s.io/events", &["create", "patch"]),
+        (
+            "monitoring.coreos.com/servicemonitors",
+            &["get", "create", "patch", "delete"],
+        ),
     ])
 }
 
