@@ -231,7 +231,8 @@ fn pid(dir: &Path, file: &str) -> Option<u32> {
     process::is_running(pid).then_some(pid)
 }
 
-/// Stops the companion and Prometheus, if they run; whether they did.
+/// Stops the companion and Prometheus, if they run, and removes their directory; whether they
+/// ran.
 pub fn stop() -> Result<bool> {
     let dir = dir();
     let mut any = false;
@@ -247,5 +248,7 @@ pub fn stop() -> Result<bool> {
         }
         let _ = std::fs::remove_file(dir.join(file));
     }
+    // Its data sit in /run, in memory.
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(any)
 }
