@@ -4,7 +4,6 @@
 //! answers with data where this scenario has some, and the shipped alert rules fire on an outage
 //! of slurmrestd and resolve after it.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
