@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::api::{DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 
 use super::apply::{DESIRED_HASH, FIELD_MANAGER, desired_hash};
@@ -61,6 +61,18 @@ pub async fn sync(ctx: &Context, controller: &Controller) -> Result<(), Error> {
         return Ok(());
     }
     let live = api.get_metadata_opt(&key.1).await.map_err(not_installed)?;
+    // Another's ServiceMonitor of that name is not taken over: a user who may write Controllers
+    // but not ServiceMonitors must not get to rewrite (and, with the Controller, delete) it.
+    if live
+        .as_ref()
+        .is_some_and(|l| !owned_by(&l.metadata, controller))
+    {
+        return Err(Error::InvalidReference(format!(
+            "ServiceMonitor {}/{} exists and is not this Controller's: rename or remove it, or turn \
+             spec.metrics.serviceMonitor off",
+            key.0, key.1
+        )));
+    }
     let carries = live
         .as_ref()
         .and_then(|l| l.metadata.annotations.as_ref())
@@ -82,7 +94,7 @@ pub async fn sync(ctx: &Context, controller: &Controller) -> Result<(), Error> {
     Ok(())
 }
 
-/// Deletes the ServiceMonitor `N` if it is this Controller's (a user's own of that name stays).
+/// Deletes the ServiceMonitor `N` if it is this Controller's (another's of that name stays).
 async fn delete(
     ctx: &Context,
     api: &Api<DynamicObject>,
@@ -95,12 +107,10 @@ async fn delete(
         Err(e) if is_not_found(&e) => None,
         Err(e) => return Err(e.into()),
     };
-    let ours = live.as_ref().is_some_and(|l| {
-        l.owner_references()
-            .iter()
-            .any(|o| o.controller == Some(true) && Some(&o.uid) == controller.uid().as_ref())
-    });
-    if ours {
+    if live
+        .as_ref()
+        .is_some_and(|l| owned_by(&l.metadata, controller))
+    {
         match api.delete(&key.1, &DeleteParams::default()).await {
             Ok(_) => {}
             Err(e) if is_not_found(&e) => {}
@@ -109,6 +119,14 @@ async fn delete(
     }
     ctx.service_monitors.set(key, None);
     Ok(())
+}
+
+/// Whether `live` names `controller` as its controller owner.
+fn owned_by(live: &ObjectMeta, controller: &Controller) -> bool {
+    live.owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && Some(&o.uid) == controller.uid().as_ref())
 }
 
 fn is_not_found(e: &kube::Error) -> bool {
@@ -126,5 +144,35 @@ fn not_installed(e: kube::Error) -> Error {
         )
     } else {
         e.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    use super::*;
+
+    fn live(owner: Option<(&str, bool)>) -> ObjectMeta {
+        ObjectMeta {
+            owner_references: owner.map(|(uid, controller)| {
+                vec![OwnerReference {
+                    uid: uid.into(),
+                    controller: Some(controller),
+                    ..OwnerReference::default()
+                }]
+            }),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn only_a_monitor_this_controller_owns_is_its_own() {
+        let mut c = Controller::new("slurm", Default::default());
+        c.metadata.uid = Some("u1".into());
+        assert!(owned_by(&live(Some(("u1", true))), &c));
+        assert!(!owned_by(&live(Some(("u1", false))), &c));
+        assert!(!owned_by(&live(Some(("u2", true))), &c));
+        assert!(!owned_by(&live(None), &c));
     }
 }
