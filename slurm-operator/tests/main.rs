@@ -15,6 +15,7 @@ mod harness;
 mod leader;
 mod lifecycle;
 mod loginset;
+mod pinning;
 mod scheduled_update;
 mod token_secret;
 mod webhook;

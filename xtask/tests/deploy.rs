@@ -1,17 +1,20 @@
 //! The Helm end-to-end, as a user deploys: on the test ground (a fresh one: `cargo xtask kube up`),
 //! with real Helm from the chart directories and the project's own images (`cargo xtask image
 //! project --tag e2e-upgrade`), install the CRDs and the operator, a Slurm cluster from the `slurm`
-//! chart, run a job with the `slurm` CLI image; install the exporter and scrape it through its
-//! Service; install the bridge (its token from a Token resource) and have Slurm place a pod; scrape
-//! it all with a real Prometheus ([`monitoring`]); upgrade the operator to a new image tag
-//! without disturbing the cluster; check each component's RBAC against the audit log; uninstall
-//! everything and find nothing left behind.
+//! chart, run a job with the `slurm` CLI image; log in to the login pod over ssh and run Slurm's
+//! commands there ([`login`]); install the exporter and scrape it through its Service; install
+//! the bridge (its token from a Token resource) and have Slurm place a pod; scrape it all with a
+//! real Prometheus ([`monitoring`]); upgrade the operator to a new image tag without disturbing
+//! the cluster; check each component's RBAC against the audit log; uninstall everything and find
+//! nothing left behind.
 //!
 //! Values: `xtask/deploy/*.yaml` (shared with `cargo xtask demo`). Run alone: `cargo test -p xtask --test deploy -- --nocapture`.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+#[path = "deploy/login.rs"]
+mod login;
 #[path = "deploy/monitoring.rs"]
 mod monitoring;
 
@@ -81,12 +84,16 @@ fn charts_install_run_upgrade_and_uninstall() {
         "crd/servicemonitors.monitoring.coreos.com",
         "--timeout=60s",
     ]);
+    let keys = login::Keys::new();
     install(
         g,
         "slurm",
         "slurm-operator/charts/slurm",
         &n.slurm,
-        &with(values("slurm.yaml"), monitoring::SLURMCTLD_METRICS),
+        &with(
+            [values("slurm.yaml"), keys.values()].concat(),
+            monitoring::SLURMCTLD_METRICS,
+        ),
     );
     let cluster = Cluster::new(g, &n.slurm, "slurm");
     wait_pods_ready(g, &n.slurm, "app.kubernetes.io/name=slurmctld", 1, 300);
@@ -112,6 +119,8 @@ fn charts_install_run_upgrade_and_uninstall() {
         .unwrap_or_else(|| panic!("no job id in {job}"));
     cluster.wait_job(job_id, &["COMPLETED"], 120);
     wait_pods_ready(g, &n.slurm, "app.kubernetes.io/name=login", 1, 300);
+    step("ssh to the login pod with root's authorized key: sinfo, srun -N2 hostname");
+    login::login_runs_slurm_commands(g, &n.slurm, &keys, &["workers-0", "workers-1"]);
 
     step("scale-in: the operator drains a worker in Slurm, then deletes its pod");
     g.ok(&[

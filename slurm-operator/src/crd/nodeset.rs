@@ -335,7 +335,7 @@ pub struct NodeSetStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
-    /// Padded ordinal -> Kubernetes node (only with `pinToNode`).
+    /// Ordinal (not padded) -> the Kubernetes node its pod is pinned to (only with `pinToNode`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ordinal_to_node: BTreeMap<String, String>,
     /// Label selector string of the pods (scale subresource).

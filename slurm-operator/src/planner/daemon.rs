@@ -92,10 +92,10 @@ pub struct Fit {
 }
 
 impl Placement {
-    /// Simulates the pod on `node`.
-    pub fn fit(&self, node: &KubeNode) -> Fit {
-        let selected = self
-            .node_selector
+    /// Whether the template's `nodeSelector` and required node affinity select `node`
+    /// (taints aside).
+    pub fn selects(&self, node: &KubeNode) -> bool {
+        self.node_selector
             .iter()
             .all(|(k, v)| node.labels.get(k) == Some(v))
             && self.required.as_ref().is_none_or(|s| {
@@ -109,8 +109,12 @@ impl Placement {
                             requirement(r, |k| (k == "metadata.name").then_some(&node.name))
                         })
                 })
-            });
-        if !selected {
+            })
+    }
+
+    /// Simulates the pod on `node`.
+    pub fn fit(&self, node: &KubeNode) -> Fit {
+        if !self.selects(node) {
             return Fit {
                 should_run: false,
                 should_continue: false,

@@ -6,7 +6,7 @@
 //! scaling mode, terminal pods and the rolling update. Condemned pods are drained before
 //! they are deleted. Terminating pods are counted and otherwise left alone.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -137,6 +137,8 @@ pub struct Plan {
     /// Condemned pods kept because Slurm could not be asked.
     pub held: Vec<String>,
     pub status: NodeSetCounters,
+    /// `status.ordinalToNode` with `pinToNode` (see [`super::pinning`]); `None` clears it.
+    pub ordinal_to_node: Option<BTreeMap<String, String>>,
     /// When to look again: [`DRAIN_REQUEUE`] while something waits on Slurm or on the
     /// registration grace, `minReadySeconds` + 1 s while a ready pod is not yet available
     /// (the sooner of the two), else [`RESYNC`].

@@ -233,20 +233,7 @@ pub fn daemon_pod(
     let spec = pod.spec.get_or_insert_with(Default::default);
     spec.hostname = Some(hostname.clone());
     add_claim_volumes(spec, nodeset, &hostname);
-    let affinity = spec.affinity.get_or_insert_with(Default::default);
-    affinity
-        .node_affinity
-        .get_or_insert_with(NodeAffinity::default)
-        .required_during_scheduling_ignored_during_execution = Some(NodeSelector {
-        node_selector_terms: vec![NodeSelectorTerm {
-            match_fields: Some(vec![NodeSelectorRequirement {
-                key: "metadata.name".into(),
-                operator: "In".into(),
-                values: Some(vec![node_name.to_owned()]),
-            }]),
-            ..Default::default()
-        }],
-    });
+    require_node(spec, node_name, None);
     // Kubernetes' daemon tolerations: a cordoned or pressured node keeps its worker (Slinky #259).
     let host_network = spec.host_network == Some(true);
     let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
@@ -263,6 +250,30 @@ pub fn daemon_pod(
     );
     pod.metadata.generate_name = Some(format!("{}-", nodeset.name_any()));
     Ok(pod)
+}
+
+/// Replaces the pod's required node affinity by one term that selects node `name` only, as
+/// Kubernetes' DaemonSet controller does (the template's own terms were checked against the
+/// node before). `hostname_label` (the node's `kubernetes.io/hostname`) is required as well:
+/// the same node on a real cluster, and schedulers that ignore `matchFields` (the test
+/// ground's) still place the pod there.
+pub fn require_node(spec: &mut PodSpec, name: &str, hostname_label: Option<&str>) {
+    let in_ = |key: &str, value: &str| NodeSelectorRequirement {
+        key: key.into(),
+        operator: "In".into(),
+        values: Some(vec![value.to_owned()]),
+    };
+    let affinity = spec.affinity.get_or_insert_with(Default::default);
+    affinity
+        .node_affinity
+        .get_or_insert_with(NodeAffinity::default)
+        .required_during_scheduling_ignored_during_execution = Some(NodeSelector {
+        node_selector_terms: vec![NodeSelectorTerm {
+            match_fields: Some(vec![in_("metadata.name", name)]),
+            match_expressions: hostname_label
+                .map(|l| vec![in_(crate::planner::daemon::HOSTNAME_LABEL, l)]),
+        }],
+    });
 }
 
 /// PVC-backed volumes for the claim templates replace same-named template volumes.

@@ -197,13 +197,23 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
                     }
                 }
             }
-            let pod = render::nodeset_pod::pod(
+            let mut pod = render::nodeset_pod::pod(
                 target.nodeset,
                 target.controller,
                 c.ordinal,
                 target.revision,
                 &ctx.cluster_domain,
             )?;
+            let pin = plan.ordinal_to_node.as_ref().and_then(|pins| {
+                crate::planner::pinning::pin_of(pins, c.ordinal, |n| super::cached_node(ctx, n))
+            });
+            if let Some(pin) = pin {
+                render::nodeset_pod::require_node(
+                    pod.spec.get_or_insert_with(Default::default),
+                    &pin.node,
+                    pin.hostname_label.as_deref(),
+                );
+            }
             match pods_api.create(&PostParams::default(), &pod).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(s)) if s.code == 409 => {}
@@ -244,9 +254,11 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
         );
         keep(match pod {
             Ok(mut pod) => {
-                if let Some(label) = &c.hostname_label {
-                    pin_by_hostname_label(&mut pod, label);
-                }
+                render::nodeset_pod::require_node(
+                    pod.spec.get_or_insert_with(Default::default),
+                    &c.node,
+                    c.hostname_label.as_deref(),
+                );
                 pods.create(&PostParams::default(), &pod)
                     .await
                     .map(drop)
@@ -590,6 +602,7 @@ fn status_patch(nodeset: &NodeSet, revision: &str, plan: &Plan) -> Option<serde_
         render::labels::Component::Worker,
         &nodeset.name_any(),
     ));
+    new.ordinal_to_node = plan.ordinal_to_node.clone().unwrap_or_default();
     if new == old {
         return None;
     }
@@ -609,40 +622,46 @@ fn status_patch(nodeset: &NodeSet, revision: &str, plan: &Plan) -> Option<serde_
         "observedGeneration": new.observed_generation,
         "nodeSetHash": new.node_set_hash,
         "selector": new.selector,
+        "ordinalToNode": map_patch(&old.ordinal_to_node, &new.ordinal_to_node),
     }))
 }
 
-/// Adds `kubernetes.io/hostname In [<label>]` to the DaemonSet pod's node-name pin: the same
-/// node on a real cluster, and a scheduler that ignores `matchFields` (the test ground's) still
-/// places the pod on its node.
-fn pin_by_hostname_label(pod: &mut Pod, label: &str) {
-    let terms = pod
-        .spec
-        .as_mut()
-        .and_then(|s| s.affinity.as_mut())
-        .and_then(|a| a.node_affinity.as_mut())
-        .and_then(|n| {
-            n.required_during_scheduling_ignored_during_execution
-                .as_mut()
-        });
-    for term in terms
-        .into_iter()
-        .flat_map(|r| r.node_selector_terms.iter_mut())
-    {
-        term.match_expressions.get_or_insert_with(Vec::new).push(
-            k8s_openapi::api::core::v1::NodeSelectorRequirement {
-                key: crate::planner::daemon::HOSTNAME_LABEL.into(),
-                operator: "In".into(),
-                values: Some(vec![label.to_owned()]),
-            },
-        );
+/// A merge patch that turns map `old` into `new`: removed keys are `null`, and an empty map
+/// removes the field.
+fn map_patch(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> serde_json::Value {
+    if new.is_empty() {
+        return serde_json::Value::Null;
     }
+    let mut patch: serde_json::Map<String, serde_json::Value> = old
+        .keys()
+        .filter(|k| !new.contains_key(*k))
+        .map(|k| (k.clone(), serde_json::Value::Null))
+        .collect();
+    patch.extend(new.iter().map(|(k, v)| (k.clone(), json!(v))));
+    serde_json::Value::Object(patch)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Mutex;
+
+    #[test]
+    fn pins_are_patched_key_by_key() {
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect()
+        };
+        let old = map(&[("0", "a"), ("1", "b")]);
+        assert_eq!(
+            map_patch(&old, &map(&[("1", "c"), ("2", "a")])),
+            json!({"0": null, "1": "c", "2": "a"})
+        );
+        assert_eq!(map_patch(&old, &map(&[])), serde_json::Value::Null);
+        assert_eq!(map_patch(&map(&[]), &map(&[("0", "a")])), json!({"0": "a"}));
+    }
 
     /// The batches `slow_start` makes of `n` items, the item `fail` failing.
     fn batches(n: usize, fail: Option<usize>) -> (Vec<Vec<usize>>, bool) {

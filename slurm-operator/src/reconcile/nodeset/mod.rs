@@ -208,7 +208,28 @@ impl Observed<'_> {
             now: jiff::Timestamp::now(),
         };
         if !daemonset {
-            return Ok(plan_scheduled(&input, self.reservation));
+            let mut plan = plan_scheduled(&input, self.reservation);
+            if nodeset.spec.pin_to_node {
+                let template = render::nodeset_pod::pod(
+                    nodeset,
+                    self.controller,
+                    0,
+                    self.revision,
+                    &ctx.cluster_domain,
+                )?;
+                let recorded = nodeset
+                    .status
+                    .as_ref()
+                    .map(|s| s.ordinal_to_node.clone())
+                    .unwrap_or_default();
+                plan.ordinal_to_node = Some(crate::planner::pinning::ordinal_to_node(
+                    &recorded,
+                    &pod_views,
+                    &observe::placement(&template.spec.unwrap_or_default()),
+                    |n| cached_node(ctx, n),
+                ));
+            }
+            return Ok(plan);
         }
         // DaemonSet mode: every Kubernetes node against the template's constraints.
         let template = render::nodeset_pod::pod(
@@ -293,6 +314,12 @@ async fn listed_pods(ctx: &Context, nodeset: &NodeSet) -> Result<Vec<Pod>, Error
         .into_iter()
         .filter(|p| owned_by(p, &uid))
         .collect())
+}
+
+/// Kubernetes node `name` from the cache, as the planner sees nodes.
+fn cached_node(ctx: &Context, name: &str) -> Option<crate::planner::KubeNode> {
+    let node = ctx.cache.nodes.store().get(&ObjectRef::new(name))?;
+    Some(observe::kube_node(&node))
 }
 
 /// The Kubernetes nodes under `pods`, or every node (`all`, DaemonSet mode), from the cache.

@@ -73,10 +73,10 @@ pub fn validate_nodeset(new: &NodeSet, old: Option<&NodeSet>, lookups: &Lookups)
         }
     }
 
-    if spec.pin_to_node {
+    if spec.pin_to_node && spec.is_daemonset() {
         f.warn(
             "spec.pinToNode",
-            "not honoured yet by this operator: pods are placed by the Kubernetes scheduler, not pinned to the node an ordinal last ran on",
+            "has no effect with scalingMode DaemonSet, whose pods are already one per node",
         );
     }
 
@@ -324,12 +324,18 @@ mod tests {
     }
 
     #[test]
-    fn pin_to_node_warns() {
+    fn pin_to_node_warns_in_daemonset_mode_only() {
         let v = create(&with("pinToNode: true"));
         assert!(v.allowed, "{v:?}");
-        assert_eq!(v.warnings.len(), 1);
-        assert!(v.warnings[0].starts_with("spec.pinToNode: not honoured yet"));
-        assert!(create(&with("pinToNode: false")).warnings.is_empty());
+        assert!(v.warnings.is_empty(), "{v:?}");
+        let v = create(&with("pinToNode: true, scalingMode: DaemonSet"));
+        assert!(v.allowed, "{v:?}");
+        assert_eq!(
+            v.warnings,
+            [
+                "spec.pinToNode: has no effect with scalingMode DaemonSet, whose pods are already one per node"
+            ]
+        );
     }
 
     #[test]
