@@ -18,4 +18,5 @@ mod loginset;
 mod pinning;
 mod scheduled_update;
 mod token_secret;
+mod topology;
 mod webhook;

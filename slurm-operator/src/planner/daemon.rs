@@ -360,6 +360,7 @@ mod tests {
             update: UpdateStrategy::OnDelete,
             workload_disruption_protection: true,
             update_revision: "v2".into(),
+            slurm_topology: true,
         }
     }
 

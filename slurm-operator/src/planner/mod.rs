@@ -19,6 +19,7 @@ pub mod daemon;
 pub mod deadline;
 pub mod drain;
 pub mod history;
+pub mod node_sync;
 pub mod pinning;
 pub mod plan;
 pub mod pod_info;

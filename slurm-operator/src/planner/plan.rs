@@ -17,6 +17,7 @@ use super::cordon::{self, CordonSync};
 use super::daemon::{DaemonPodToCreate, DaemonScaling};
 use super::deadline;
 use super::drain::{Drain, ExistingReason, Undrain, drain};
+use super::node_sync::{self, NodeSync};
 use super::pod_info::{NodeComment, comment_change};
 use super::scheduled;
 use super::status::{NodeSetCounters, replica_counts, slurm_counts};
@@ -25,6 +26,7 @@ use super::victims::{Candidate, sort_for_deletion};
 use super::view::{NodeSetView, PodPhase, PodView, SlurmView, UpdateStrategy};
 use crate::keys::{
     ANNOTATION_CORDONED_BY_OPERATOR, ANNOTATION_POD_CORDON, ANNOTATION_POD_DEADLINE,
+    ANNOTATION_TOPOLOGY_SPEC,
 };
 
 /// Requeue while something waits on time or on Slurm: a condemned pod for its node to drain,
@@ -128,6 +130,9 @@ pub struct Plan {
     pub protect: Vec<ProtectChange>,
     /// Slurm node comments naming their pod (Slinky's pod info).
     pub comments: Vec<NodeComment>,
+    /// Slurm node topology and `k8s/` features from the Kubernetes nodes (see
+    /// [`super::node_sync`]).
+    pub node_syncs: Vec<NodeSync>,
     /// Defunct Slurm node records to delete (`pruneSlurmNodeRecords`, see [`super::prune`]).
     pub prune: Vec<String>,
     /// Pods not listed keep their conditions (the Slurm listing failed).
@@ -193,6 +198,16 @@ pub(crate) fn plan_with(
                     pod: pod.name.clone(),
                     key: ANNOTATION_POD_DEADLINE,
                     value: c.deadline.map(deadline::format),
+                });
+            }
+        }
+        if let Some(wants) = &pod.node_wants {
+            let topology = (!wants.topology.is_empty()).then(|| wants.topology.clone());
+            if pod.topology.as_deref().unwrap_or_default() != wants.topology {
+                plan.annotations.push(AnnotationChange {
+                    pod: pod.name.clone(),
+                    key: ANNOTATION_TOPOLOGY_SPEC,
+                    value: topology,
                 });
             }
         }
@@ -334,6 +349,13 @@ pub(crate) fn plan_with(
                 });
                 if let Some(node) = node.filter(|_| pod.is_assigned()) {
                     plan.comments.extend(comment_change(ns, pod, node));
+                    if let Some(wants) = &pod.node_wants {
+                        plan.node_syncs.extend(node_sync::node_sync(
+                            node,
+                            wants,
+                            ns.slurm_topology,
+                        ));
+                    }
                 }
             }
             SlurmView::NotConfigured => plan.conditions.push(PodConditions {

@@ -436,6 +436,7 @@ mod tests {
             update: UpdateStrategy::OnDelete,
             workload_disruption_protection: true,
             update_revision: "v2".into(),
+            slurm_topology: true,
         };
         let pod = |i: u32, rev: &str| PodView {
             name: format!("gpu-{i}"),

@@ -38,6 +38,7 @@ pub(super) fn nodeset(replicas: u32) -> NodeSetView {
         },
         workload_disruption_protection: true,
         update_revision: "v2".into(),
+        slurm_topology: true,
     }
 }
 
@@ -1547,4 +1548,73 @@ fn slurm_node_comments_name_their_pod_once() {
     for slurm in [SlurmView::Unavailable, SlurmView::NotConfigured] {
         assert!(run(&ns, &pods, slurm).comments.is_empty());
     }
+}
+
+#[test]
+fn kubernetes_node_topology_and_features_reach_the_pod_and_the_slurm_node() {
+    use super::node_sync::Wanted;
+    const TOPOLOGY: &str = "topology.slinky.slurm.net/spec";
+    let ns = nodeset(3);
+    let wants = |topology: Option<&str>, features: Option<&str>| {
+        Some(Wanted::from_annotations(topology, None, features))
+    };
+    // gpu-0: its node gives both, nothing is set yet; gpu-1: in step; gpu-2: its node's
+    // annotations were removed.
+    let mut p0 = pod(0);
+    p0.node_wants = wants(Some("topo-switch:s1"), Some("nn-1"));
+    let mut p1 = pod(1);
+    p1.node_wants = wants(Some("topo-switch:s2"), None);
+    p1.topology = Some("topo-switch:s2".into());
+    let mut p2 = pod(2);
+    p2.node_wants = wants(None, None);
+    p2.topology = Some("topo-switch:s9".into());
+    let mut n1 = idle("gpu-1");
+    n1.topology = Some("topo-switch:s2".into());
+    let mut n2 = idle("gpu-2");
+    n2.topology = Some("topo-switch:s9".into());
+    n2.features = vec!["gpu".into(), "k8s/old".into()];
+    n2.active_features = vec!["gpu".into(), "k8s/old".into()];
+    let nodes = map(vec![idle("gpu-0"), n1, n2]);
+    let pods = [p0, p1, p2];
+    let p = run(&ns, &pods, SlurmView::Nodes(&nodes));
+    let annotations: Vec<(&str, Option<&str>)> = p
+        .annotations
+        .iter()
+        .filter(|a| a.key == TOPOLOGY)
+        .map(|a| (a.pod.as_str(), a.value.as_deref()))
+        .collect();
+    assert_eq!(
+        annotations,
+        [("gpu-0", Some("topo-switch:s1")), ("gpu-2", None)]
+    );
+    type Sync<'a> = (&'a str, Option<&'a str>, Option<Vec<String>>);
+    let syncs: Vec<Sync<'_>> = p
+        .node_syncs
+        .iter()
+        .map(|s| {
+            (
+                s.node.as_str(),
+                s.topology.as_deref(),
+                s.features.as_ref().map(|f| f.0.clone()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        syncs,
+        [
+            (
+                "gpu-0",
+                Some("topo-switch:s1"),
+                Some(vec!["k8s/nn-1".into()])
+            ),
+            ("gpu-2", Some(""), Some(vec!["gpu".into()])),
+        ]
+    );
+    // Slurm unknown: the pods' annotations still follow, no Slurm node is written.
+    let p = run(&ns, &pods, SlurmView::Unavailable);
+    assert!(p.node_syncs.is_empty());
+    assert_eq!(
+        p.annotations.iter().filter(|a| a.key == TOPOLOGY).count(),
+        2
+    );
 }

@@ -24,6 +24,9 @@ pub struct NodeSetView {
     pub workload_disruption_protection: bool,
     /// `controller-revision-hash` of the update revision.
     pub update_revision: String,
+    /// The Slurm nodes' topology is set from the Kubernetes nodes: the cluster configures a
+    /// topology and its nodes have one of their own to set (REST v0.0.43+, Slurm 25.05+).
+    pub slurm_topology: bool,
 }
 
 impl NodeSetView {
@@ -151,6 +154,11 @@ pub struct PodView {
     pub protected: bool,
     /// Label `scaling-mode` is not `StatefulSet`: left over from the other mode.
     pub wrong_scaling_mode: bool,
+    /// What its Kubernetes node asks of its Slurm node (topology, features); `None` while the
+    /// pod has no node or the node is not known.
+    pub node_wants: Option<super::node_sync::Wanted>,
+    /// Annotation `topology.slinky.slurm.net/spec` of the pod.
+    pub topology: Option<String>,
 }
 
 impl PodView {

@@ -24,10 +24,10 @@ pub use slurm_lane::run as run_slurm_lane;
 /// filled up when every integration test file was a binary of its own.
 const DISK_NEEDED: u64 = 10 << 30;
 
-/// The operator's tests that cordon or relabel the ground's nodes, under every test's workers (a
-/// cordon drains the Slurm nodes of each cluster with a worker there): they run first, one at a
-/// time, beside only the light ones.
-const OPERATOR_ALONE: &[&str] = &["daemonset", "lifecycle"];
+/// The operator's tests that cordon, relabel or annotate the ground's nodes, under every test's
+/// workers (a cordon drains the Slurm nodes of each cluster with a worker there, a features
+/// annotation reaches them all): they run first, one at a time, beside only the light ones.
+const OPERATOR_ALONE: &[&str] = &["daemonset", "lifecycle", "topology"];
 
 /// The operator's tests (and unit tests) that run no Slurm workers: they run beside those.
 const OPERATOR_LIGHT: &[&str] = &[

@@ -60,6 +60,7 @@ pub fn has_work(nodeset: &NodeSet, revision: &str, pods: &[Pod], plan: &Plan) ->
         && plan.undrain.is_empty()
         && plan.protect.is_empty()
         && plan.comments.is_empty()
+        && plan.node_syncs.is_empty()
         && plan.prune.is_empty());
     acts || status_patch(nodeset, revision, plan).is_some()
         || plan.conditions.iter().any(|c| {
@@ -167,6 +168,9 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
         }
         for c in &plan.comments {
             keep(write_comment(ctx, slurm, c).await);
+        }
+        for s in &plan.node_syncs {
+            keep(sync_node(ctx, slurm, s).await);
         }
     }
 
@@ -337,6 +341,46 @@ async fn prune_record(
 
 /// Sets a Slurm node's comment to its pod, unless a fresh read shows it already says so (the
 /// plan's view lags the operator's own writes by a poll) or the node is gone.
+/// Sets a Slurm node's topology and `k8s/` features as its Kubernetes node asks (see
+/// [`crate::planner::node_sync`]). Slurm checks a topology against its topology
+/// configuration: one it refuses is an error that names the node.
+async fn sync_node(
+    ctx: &Context,
+    slurm: &slurm_client::Client,
+    s: &crate::planner::node_sync::NodeSync,
+) -> Result<(), Error> {
+    let mut update = NodeUpdate::new();
+    if let Some(topology) = &s.topology {
+        update = update.topology(topology.clone());
+    }
+    if let Some((available, active)) = &s.features {
+        update = update
+            .features(available.clone())
+            .active_features(active.clone());
+    }
+    let r = slurm.update_node(&s.node, &update).await;
+    ctx.metrics.slurm_call("sync_node", &r);
+    match r {
+        Ok(_) => {
+            tracing::info!(node = %s.node, topology = ?s.topology, features = ?s.features, "Slurm node topology and features set from its Kubernetes node");
+            Ok(())
+        }
+        Err(e) if e.kind() == slurm_client::ErrorKind::NotFound => Ok(()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                slurm_client::ErrorKind::Rejected | slurm_client::ErrorKind::BadRequest
+            ) =>
+        {
+            Err(Error::InvalidReference(format!(
+                "Slurm refused the topology or features of node {} that its Kubernetes node's annotations give ({:?}, {:?}): {e}",
+                s.node, s.topology, s.features
+            )))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 async fn write_comment(
     ctx: &Context,
     slurm: &slurm_client::Client,

@@ -118,6 +118,13 @@ async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Res
     let revision = adoption.update_revision;
     let hold_updates = adoption.held.is_some();
     wanted.extend(super::adopt::announce(ctx, nodeset, adoption.held).await);
+    let slurm_topology = match &slurm_client {
+        Ok(Some(c)) if configures_topology(ctx, &controller) => c
+            .version()
+            .await
+            .is_ok_and(|v| v >= slurm_client::ApiVersion::V0_0_43),
+        _ => false,
+    };
     // ScheduledUpdate's reservation; a lookup failure replaces nothing (fail closed).
     let reserved = {
         let nodes = kube_nodes(ctx, &pods, daemonset);
@@ -136,6 +143,7 @@ async fn sync(nodeset: &NodeSet, ctx: &Context, wanted: &mut Vec<Wanted>) -> Res
         deadlines: deadlines.as_deref(),
         reservation: replace_under,
         hold_updates,
+        slurm_topology,
     };
     let mut plan = observed.plan(ctx, &pods)?;
     // The cache says whether there is anything to do; what is done is planned from a direct
@@ -187,6 +195,8 @@ struct Observed<'a> {
     reservation: Option<&'a str>,
     /// Updates wait as with `OnDelete` (see [`adopt`]).
     hold_updates: bool,
+    /// The cluster's Slurm nodes have a topology to set (REST v0.0.43+).
+    slurm_topology: bool,
 }
 
 impl Observed<'_> {
@@ -196,6 +206,7 @@ impl Observed<'_> {
         let daemonset = nodeset.spec.is_daemonset();
         let nodes = kube_nodes(ctx, pods, daemonset);
         let mut view = observe::nodeset_view(nodeset, self.revision);
+        view.slurm_topology = self.slurm_topology;
         if self.hold_updates {
             view.update = crate::planner::UpdateStrategy::OnDelete;
         }
@@ -263,6 +274,13 @@ fn pod_views(
     nodes: &HashMap<String, Node>,
 ) -> Vec<PodView> {
     let name = nodeset.name_any();
+    let template_topology = nodeset
+        .spec
+        .template
+        .metadata
+        .annotations
+        .get(crate::keys::ANNOTATION_TOPOLOGY_SPEC)
+        .map(String::as_str);
     pods.iter()
         .map(|p| {
             observe::pod_view(
@@ -271,6 +289,7 @@ fn pod_views(
                 nodes,
                 nodeset.spec.scaling_mode,
                 &ctx.propagated_node_conditions,
+                template_topology,
             )
         })
         .collect()
@@ -314,6 +333,27 @@ async fn listed_pods(ctx: &Context, nodeset: &NodeSet) -> Result<Vec<Pod>, Error
         .into_iter()
         .filter(|p| owned_by(p, &uid))
         .collect())
+}
+
+/// Whether `controller` configures a network topology (its `extraConf`, or a topology file in
+/// one of its `configFileRefs` ConfigMaps, from the cache).
+fn configures_topology(ctx: &Context, controller: &Controller) -> bool {
+    let ns = controller.namespace().unwrap_or_default();
+    let maps: Vec<_> = controller
+        .spec
+        .config_file_refs
+        .iter()
+        .filter_map(|r| {
+            ctx.cache
+                .config_maps
+                .store()
+                .get(&ObjectRef::new(&r.name).within(&ns))
+        })
+        .collect();
+    let files = maps
+        .iter()
+        .flat_map(|m| m.data.iter().flat_map(|d| d.keys()).map(String::as_str));
+    crate::planner::node_sync::configures_topology(&controller.spec.extra_conf, files)
 }
 
 /// Kubernetes node `name` from the cache, as the planner sees nodes.

@@ -12,7 +12,10 @@ use crate::keys::{
     ANNOTATION_POD_DEADLINE, ANNOTATION_POD_DELETION_COST, LABEL_CONTROLLER_REVISION_HASH,
     LABEL_POD_PROTECT, LABEL_SCALING_MODE,
 };
-use crate::keys::{ANNOTATION_HOSTNAME_OVERRIDE, ANNOTATION_TOPOLOGY_SPEC};
+use crate::keys::{
+    ANNOTATION_FEATURES_SPEC, ANNOTATION_HOSTNAME_OVERRIDE, ANNOTATION_TOPOLOGY_SPEC,
+};
+use crate::planner::node_sync::Wanted;
 use crate::planner::{
     KubeNode, MaxUnavailable, NodeProblem, NodeSetView, Placement, PodPhase, PodView,
     UpdateStrategy,
@@ -44,17 +47,20 @@ pub fn nodeset_view(nodeset: &NodeSet, update_revision: &str) -> NodeSetView {
         update,
         workload_disruption_protection: spec.workload_disruption_protection(),
         update_revision: update_revision.to_owned(),
+        slurm_topology: false,
     }
 }
 
 /// The planner's view of one pod; `nodes` holds the Kubernetes nodes the pods run on; pods
-/// whose scaling-mode label is not `mode` are left over from the other mode.
+/// whose scaling-mode label is not `mode` are left over from the other mode;
+/// `template_topology` is the topology annotation of the NodeSet's pod template.
 pub fn pod_view(
     nodeset: &str,
     pod: &Pod,
     nodes: &HashMap<String, Node>,
     mode: ScalingMode,
     propagated_conditions: &[String],
+    template_topology: Option<&str>,
 ) -> PodView {
     let name = pod.name_any();
     let ordinal = name
@@ -122,6 +128,19 @@ pub fn pod_view(
         wrong_scaling_mode: labels
             .get(LABEL_SCALING_MODE)
             .is_some_and(|m| m != mode.as_str()),
+        node_wants: node.map(|n| {
+            let annotations = n.annotations();
+            Wanted::from_annotations(
+                annotations
+                    .get(ANNOTATION_TOPOLOGY_SPEC)
+                    .map(String::as_str),
+                template_topology,
+                annotations
+                    .get(ANNOTATION_FEATURES_SPEC)
+                    .map(String::as_str),
+            )
+        }),
+        topology: annotations.get(ANNOTATION_TOPOLOGY_SPEC).cloned(),
         k8s_node,
         name,
     }
@@ -262,13 +281,20 @@ mod tests {
             "DiskPressure".to_owned(),
             "KernelDeadlock".to_owned(),
         ];
-        let view = pod_view("ns", &pod, &nodes, ScalingMode::StatefulSet, &propagated);
+        let view = pod_view(
+            "ns",
+            &pod,
+            &nodes,
+            ScalingMode::StatefulSet,
+            &propagated,
+            None,
+        );
         assert_eq!(
             node_cordoned_reason(&view, "slurm/ns-0"),
             "(XidError: Xid 79 on GPU 3); (KernelDeadlock: task blocked)"
         );
         // Without the flag: the default reason, as before.
-        let view = pod_view("ns", &pod, &nodes, ScalingMode::StatefulSet, &[]);
+        let view = pod_view("ns", &pod, &nodes, ScalingMode::StatefulSet, &[], None);
         assert_eq!(
             node_cordoned_reason(&view, "slurm/ns-0"),
             "Node (n1) was cordoned, Pod (slurm/ns-0) must be cordoned"

@@ -13,7 +13,10 @@ use tokio::sync::broadcast;
 
 use super::super::Context;
 use crate::crd::NodeSet;
-use crate::keys::{ANNOTATION_HOSTNAME_OVERRIDE, ANNOTATION_NODE_CORDON_REASON};
+use crate::keys::{
+    ANNOTATION_FEATURES_SPEC, ANNOTATION_HOSTNAME_OVERRIDE, ANNOTATION_NODE_CORDON_REASON,
+    ANNOTATION_TOPOLOGY_SPEC,
+};
 use crate::slurm::ClusterKey;
 
 /// Cluster keys whose Slurm nodes changed, fanned out to the NodeSet watcher of every scope.
@@ -99,8 +102,8 @@ fn in_cluster(
 }
 
 /// What of a node the NodeSets act on: cordon and its reason (the annotation, or the conditions
-/// of the `propagated` types), and, for DaemonSet mode, the labels, taints and hostname override
-/// that decide where a pod belongs.
+/// of the `propagated` types), for DaemonSet mode and pinning the labels, taints and hostname
+/// override that decide where a pod belongs, and the topology and features annotations.
 fn cordon_state(node: &Node, propagated: &[String]) -> Option<u64> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     let spec = node.spec.as_ref();
@@ -108,9 +111,13 @@ fn cordon_state(node: &Node, propagated: &[String]) -> Option<u64> {
     node.annotations()
         .get(ANNOTATION_NODE_CORDON_REASON)
         .hash(&mut h);
-    node.annotations()
-        .get(ANNOTATION_HOSTNAME_OVERRIDE)
-        .hash(&mut h);
+    for key in [
+        ANNOTATION_HOSTNAME_OVERRIDE,
+        ANNOTATION_TOPOLOGY_SPEC,
+        ANNOTATION_FEATURES_SPEC,
+    ] {
+        node.annotations().get(key).hash(&mut h);
+    }
     node.labels().hash(&mut h);
     for t in spec.and_then(|s| s.taints.as_ref()).into_iter().flatten() {
         (&t.key, &t.value, &t.effect).hash(&mut h);

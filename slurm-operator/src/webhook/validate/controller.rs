@@ -10,10 +10,7 @@
 //!
 //! Ours: `extraConf` must be slurm.conf lines (`Key=Value…`, `Include …`, comments), and must not
 //! set the parameters in [`OWNED_KEYS`], which the operator writes and everything around
-//! slurmctld is built for. Fields and settings accepted but not acted on yet warn: `ha.enabled`
-//! and a network topology (`TopologyPlugin` in `extraConf`, or
-//! a `topology.conf`/`topology.yaml` in `configFileRefs`), since the Kubernetes nodes'
-//! `topology.slinky.slurm.net/spec` annotations are not synced to the workers yet. Metrics
+//! slurmctld is built for. `ha.enabled`, accepted but not acted on yet, warns. Metrics
 //! settings that cannot work warn too: a ServiceMonitor without `metrics.enabled`, and
 //! `metrics.enabled` with `PrivateData` in `extraConf` (slurmctld then serves no metrics).
 
@@ -237,9 +234,6 @@ pub fn validate_controller(
             "slurmctld turns its metrics off while PrivateData is set (spec.extraConf)",
         );
     }
-    if let Some(field) = topology_field(new, lookups) {
-        f.warn(field, TOPOLOGY_NOT_SYNCED);
-    }
 
     for (line, key) in check_conf_lines(&mut f, "spec.extraConf", &spec.extra_conf) {
         if let Some((owned, why)) = OWNED_KEYS
@@ -292,46 +286,6 @@ fn check_config_files(f: &mut Findings, c: &Controller, lookups: &Lookups) {
             }
         }
     }
-}
-
-/// The warning for a cluster that configures a network topology.
-const TOPOLOGY_NOT_SYNCED: &str = "a network topology is configured, but this operator does not \
-     sync the Kubernetes nodes' topology.slinky.slurm.net/spec annotation to the worker pods or to \
-     Slurm yet: a worker registers with the topology its own pod's annotation has when it starts \
-     (set it per NodeSet in template.metadata.annotations), and later changes are not applied";
-
-/// Topology plugins that need no per-node topology.
-const FLAT_TOPOLOGY: [&str; 2] = ["topology/flat", "topology/default"];
-
-/// The field that configures a network topology, if any: an `extraConf` `TopologyPlugin` other
-/// than the flat one, or a `topology.conf`/`topology.yaml` in a `configFileRefs` ConfigMap.
-fn topology_field(c: &Controller, lookups: &Lookups) -> Option<String> {
-    let plugin = c.spec.extra_conf.lines().any(|line| {
-        let line = line.split('#').next().unwrap_or_default();
-        line.split_whitespace().any(|token| {
-            token.split_once('=').is_some_and(|(k, v)| {
-                k.eq_ignore_ascii_case("TopologyPlugin")
-                    && !v.is_empty()
-                    && !FLAT_TOPOLOGY.iter().any(|f| v.eq_ignore_ascii_case(f))
-            })
-        })
-    });
-    if plugin {
-        return Some("spec.extraConf".into());
-    }
-    c.spec
-        .config_file_refs
-        .iter()
-        .enumerate()
-        .find(|(_, r)| {
-            !r.name.is_empty()
-                && matches!(
-                    &*Lookups::get(&lookups.config_maps, &r.name),
-                    Lookup::Found(keys)
-                        if keys.iter().any(|k| k == "topology.conf" || k == "topology.yaml")
-                )
-        })
-        .map(|(i, _)| format!("spec.configFileRefs[{i}].name"))
 }
 
 /// HA needs the state volume shared by all controller pods; checked when HA is turned on.
@@ -625,55 +579,6 @@ mod tests {
             [
                 "spec.metrics.enabled: slurmctld turns its metrics off while PrivateData is set (spec.extraConf)"
             ]
-        );
-    }
-
-    #[test]
-    fn a_configured_topology_warns_that_it_is_not_synced() {
-        let warned = |spec: &str, l: &Lookups| {
-            let v = create(spec, l);
-            assert!(v.allowed, "{v:?}");
-            v.warnings
-        };
-        let none = Lookups::default();
-        let w = warned(&with("extraConf: \"TopologyPlugin=topology/tree\""), &none);
-        assert_eq!(w.len(), 1, "{w:?}");
-        assert!(
-            w[0].starts_with("spec.extraConf: a network topology is configured")
-                && w[0].contains("topology.slinky.slurm.net/spec"),
-            "{w:?}"
-        );
-        // Case-insensitive, among other keys on the line.
-        assert_eq!(
-            warned(
-                &with("extraConf: \"SchedulerType=sched/backfill topologyplugin=topology/block\""),
-                &none
-            )
-            .len(),
-            1
-        );
-        // The flat topology, a comment or another key: nothing to sync.
-        for conf in [
-            "TopologyPlugin=topology/flat",
-            "TopologyPlugin=topology/default",
-            "# TopologyPlugin=topology/tree",
-            "TopologyParam=SwitchAsNodeRank",
-        ] {
-            assert!(
-                warned(&with(&format!("extraConf: \"{conf}\"")), &none).is_empty(),
-                "{conf}"
-            );
-        }
-        // A topology file in a configFileRefs ConfigMap, named by its index.
-        let l = lookups(&[
-            ("extra", Lookup::Found(&["cgroup.conf"])),
-            ("topo", Lookup::Found(&["topology.yaml"])),
-        ]);
-        let w = warned(&with("configFileRefs: [{name: extra}, {name: topo}]"), &l);
-        assert_eq!(w.len(), 1, "{w:?}");
-        assert!(
-            w[0].starts_with("spec.configFileRefs[1].name: a network topology"),
-            "{w:?}"
         );
     }
 
