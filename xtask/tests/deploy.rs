@@ -119,7 +119,7 @@ fn charts_install_run_upgrade_and_uninstall() {
         .unwrap_or_else(|| panic!("no job id in {job}"));
     cluster.wait_job(job_id, &["COMPLETED"], 120);
     wait_pods_ready(g, &n.slurm, "app.kubernetes.io/name=login", 1, 300);
-    step("ssh to the login pod with root's authorized key: sinfo, srun -N2 hostname");
+    step("ssh to the login pod with root's authorized key: sinfo, srun -p workers -N2 hostname");
     login::login_runs_slurm_commands(g, &n.slurm, &keys, &["workers-0", "workers-1"]);
 
     step("scale-in: the operator drains a worker in Slurm, then deletes its pod");

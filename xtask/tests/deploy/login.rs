@@ -109,7 +109,7 @@ pub fn login_runs_slurm_commands(g: &Ground, ns: &str, keys: &Keys, workers: &[&
         ns,
         keys,
         "user",
-        "sinfo -h -o '%P %D %t' && srun -N2 hostname",
+        "sinfo -h -o '%P %D %t' && srun -p workers -N2 hostname",
     );
     assert!(ok, "ssh root@login with the authorized key:\n{out}");
     for worker in workers {
