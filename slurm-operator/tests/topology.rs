@@ -67,11 +67,16 @@ fn manifest() -> String {
 
 /// The Slurm node of the worker on Kubernetes node `kube_node`.
 fn worker_on(env: &TestEnv, kube_node: &str) -> String {
-    let out = ground().get(
-        env.name(),
+    let out = ground().ok(&[
+        "get",
         "pods",
-        &format!("{{.items[?(@.spec.nodeName==\"{kube_node}\")].spec.hostname}}"),
-    );
+        "-n",
+        env.name(),
+        "-l",
+        &format!("app.kubernetes.io/instance={NODESET}"),
+        "-o",
+        &format!("jsonpath={{.items[?(@.spec.nodeName==\"{kube_node}\")].spec.hostname}}"),
+    ]);
     let host = out.split_whitespace().next().unwrap_or_default().to_owned();
     assert!(!host.is_empty(), "no worker on {kube_node}");
     host
