@@ -29,6 +29,7 @@ pub const TARGETS: &[&str] = &[
     "bridge_annotations",
     "sbatch",
     "extra_conf",
+    "node_annotations",
 ];
 
 pub fn run(workspace: &Path, target: Option<&str>, seconds: u64) -> Result<()> {

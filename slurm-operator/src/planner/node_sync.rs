@@ -14,7 +14,9 @@
 //!   the annotation removes only the `k8s/` ones. A token that is not a plain feature name
 //!   (letters, digits, `.`, `_`, `-`, `+`, `:`; at most [`MAX_FEATURE_LEN`] bytes) is skipped,
 //!   since Slurm reads `,&|[]()*!` in constraints, and at most [`MAX_FEATURES`] are taken: the
-//!   annotation is written by whoever may annotate nodes.
+//!   annotation is written by whoever may annotate nodes. A topology that is not plain
+//!   (letters, digits, `.` `_` `-` `:` `,`; at most [`MAX_TOPOLOGY_LEN`] bytes) is not taken
+//!   either; the template's (or none) applies then.
 
 use std::collections::BTreeSet;
 
@@ -26,6 +28,8 @@ pub const FEATURE_PREFIX: &str = "k8s/";
 pub const MAX_FEATURE_LEN: usize = 64;
 /// The most feature tokens taken from one annotation.
 pub const MAX_FEATURES: usize = 32;
+/// The longest topology taken from an annotation.
+pub const MAX_TOPOLOGY_LEN: usize = 256;
 
 /// What the Kubernetes node under a pod asks of its Slurm node.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -34,7 +38,7 @@ pub struct Wanted {
     pub topology: String,
     /// The `k8s/` features, prefixed, sorted.
     pub features: BTreeSet<String>,
-    /// Tokens of the annotation that were not taken.
+    /// What of the annotations was not taken (feature tokens, a topology), shortened.
     pub rejected: Vec<String>,
 }
 
@@ -45,15 +49,18 @@ impl Wanted {
         template_topology: Option<&str>,
         node_features: Option<&str>,
     ) -> Wanted {
-        let topology = node_topology
-            .or(template_topology)
+        let mut wanted = Wanted::default();
+        let node_topology = node_topology.map(str::trim).filter(|t| {
+            let plain = is_topology(t);
+            if !plain {
+                wanted.rejected.push(t.chars().take(80).collect());
+            }
+            plain
+        });
+        wanted.topology = node_topology
+            .or(template_topology.map(str::trim))
             .unwrap_or_default()
-            .trim()
             .to_owned();
-        let mut wanted = Wanted {
-            topology,
-            ..Wanted::default()
-        };
         for token in node_features
             .unwrap_or_default()
             .split(',')
@@ -90,6 +97,14 @@ pub fn configures_topology<'a>(
         })
     });
     plugin || config_files.any(|f| f == "topology.yaml" || f == "topology.conf")
+}
+
+/// A plain topology spec (`topo-switch:s1,topo-block:b1`).
+fn is_topology(spec: &str) -> bool {
+    spec.len() <= MAX_TOPOLOGY_LEN
+        && spec
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | ','))
 }
 
 /// A plain Slurm feature name.
@@ -220,6 +235,14 @@ mod tests {
         let w = Wanted::from_annotations(None, None, Some(&many.join(",")));
         assert_eq!(w.features.len(), MAX_FEATURES);
         assert_eq!(w.rejected.len(), 100 - MAX_FEATURES);
+        // A topology that is not plain is not taken: the template's applies.
+        let w = Wanted::from_annotations(Some("t:s1 x=y"), Some("t:s2"), None);
+        assert_eq!((w.topology.as_str(), w.rejected.len()), ("t:s2", 1));
+        let long = "t".repeat(MAX_TOPOLOGY_LEN + 1);
+        assert_eq!(
+            Wanted::from_annotations(Some(&long), None, None).topology,
+            ""
+        );
     }
 
     #[test]

@@ -133,6 +133,8 @@ pub struct Plan {
     /// Slurm node topology and `k8s/` features from the Kubernetes nodes (see
     /// [`super::node_sync`]).
     pub node_syncs: Vec<NodeSync>,
+    /// What of the nodes' annotations was not taken, said in the log (no action).
+    pub ignored: Vec<String>,
     /// Defunct Slurm node records to delete (`pruneSlurmNodeRecords`, see [`super::prune`]).
     pub prune: Vec<String>,
     /// Pods not listed keep their conditions (the Slurm listing failed).
@@ -355,6 +357,13 @@ pub(crate) fn plan_with(
                             wants,
                             ns.slurm_topology,
                         ));
+                        plan.ignored.extend(wants.rejected.iter().map(|r| {
+                            format!(
+                                "Kubernetes node {}: annotation value {r:?} is not a plain topology or feature name; not set on Slurm node {}",
+                                pod.k8s_node.as_deref().unwrap_or_default(),
+                                node.name
+                            )
+                        }));
                     }
                 }
             }

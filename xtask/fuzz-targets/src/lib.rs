@@ -19,7 +19,7 @@ mod hostlist;
 mod sbatch;
 
 pub use admission::{bridge_review, extra_conf, operator_review};
-pub use annotations::bridge_annotations;
+pub use annotations::{bridge_annotations, node_annotations};
 pub use decoders::{jobs_decode, nodes_decode, stream_split};
 pub use hostlist::hostlist;
 pub use sbatch::sbatch;
@@ -38,4 +38,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("bridge_annotations", bridge_annotations),
     ("sbatch", sbatch),
     ("extra_conf", extra_conf),
+    ("node_annotations", node_annotations),
 ];

@@ -172,6 +172,9 @@ pub async fn apply_plan(ctx: &Context, t: Target<'_>, plan: &Plan) -> Result<(),
         for s in &plan.node_syncs {
             keep(sync_node(ctx, slurm, s).await);
         }
+        for why in &plan.ignored {
+            tracing::warn!(nodeset = %t.nodeset.name_any(), "{why}");
+        }
     }
 
     if !plan.create.is_empty() {

@@ -221,13 +221,6 @@ impl Observed<'_> {
         if !daemonset {
             let mut plan = plan_scheduled(&input, self.reservation);
             if nodeset.spec.pin_to_node {
-                let template = render::nodeset_pod::pod(
-                    nodeset,
-                    self.controller,
-                    0,
-                    self.revision,
-                    &ctx.cluster_domain,
-                )?;
                 let recorded = nodeset
                     .status
                     .as_ref()
@@ -236,20 +229,13 @@ impl Observed<'_> {
                 plan.ordinal_to_node = Some(crate::planner::pinning::ordinal_to_node(
                     &recorded,
                     &pod_views,
-                    &observe::placement(&template.spec.unwrap_or_default()),
+                    &self.placement(ctx)?,
                     |n| cached_node(ctx, n),
                 ));
             }
             return Ok(plan);
         }
         // DaemonSet mode: every Kubernetes node against the template's constraints.
-        let template = render::nodeset_pod::pod(
-            nodeset,
-            self.controller,
-            0,
-            self.revision,
-            &ctx.cluster_domain,
-        )?;
         let kube_nodes: Vec<_> = nodes.values().map(observe::kube_node).collect();
         let pod_nodes: HashMap<String, String> = pods
             .iter()
@@ -258,12 +244,24 @@ impl Observed<'_> {
         Ok(daemon_plan(&DaemonInput {
             plan: input,
             nodes: &kube_nodes,
-            placement: &observe::placement(&template.spec.unwrap_or_default()),
+            placement: &self.placement(ctx)?,
             pod_nodes: &pod_nodes,
             reservation: self.reservation,
             prune_node_records: nodeset.spec.prune_slurm_node_records
                 == PruneSlurmNodeRecords::NodeNotFound,
         }))
+    }
+
+    /// The scheduling constraints of the NodeSet's pod template.
+    fn placement(&self, ctx: &Context) -> Result<crate::planner::Placement, Error> {
+        let template = render::nodeset_pod::pod(
+            self.nodeset,
+            self.controller,
+            0,
+            self.revision,
+            &ctx.cluster_domain,
+        )?;
+        Ok(observe::placement(&template.spec.unwrap_or_default()))
     }
 }
 
