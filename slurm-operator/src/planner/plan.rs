@@ -203,7 +203,8 @@ pub(crate) fn plan_with(
                 });
             }
         }
-        if let Some(wants) = &pod.node_wants {
+        // A topology reaches the pod only where the cluster has one: slurmd registers with it.
+        if let Some(wants) = pod.node_wants.as_ref().filter(|_| ns.slurm_topology) {
             let topology = (!wants.topology.is_empty()).then(|| wants.topology.clone());
             if pod.topology.as_deref().unwrap_or_default() != wants.topology {
                 plan.annotations.push(AnnotationChange {

@@ -1617,4 +1617,13 @@ fn kubernetes_node_topology_and_features_reach_the_pod_and_the_slurm_node() {
         p.annotations.iter().filter(|a| a.key == TOPOLOGY).count(),
         2
     );
+    // A cluster without a topology: features only, and the pods keep their annotation.
+    let ns = NodeSetView {
+        slurm_topology: false,
+        ..ns
+    };
+    let p = run(&ns, &pods, SlurmView::Nodes(&nodes));
+    assert!(p.annotations.iter().all(|a| a.key != TOPOLOGY));
+    assert!(p.node_syncs.iter().all(|s| s.topology.is_none()));
+    assert_eq!(p.node_syncs.len(), 2, "{:?}", p.node_syncs);
 }

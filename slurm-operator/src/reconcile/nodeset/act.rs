@@ -342,8 +342,6 @@ async fn prune_record(
     }
 }
 
-/// Sets a Slurm node's comment to its pod, unless a fresh read shows it already says so (the
-/// plan's view lags the operator's own writes by a poll) or the node is gone.
 /// Sets a Slurm node's topology and `k8s/` features as its Kubernetes node asks (see
 /// [`crate::planner::node_sync`]). Slurm checks a topology against its topology
 /// configuration: one it refuses is an error that names the node.
@@ -384,6 +382,8 @@ async fn sync_node(
     }
 }
 
+/// Sets a Slurm node's comment to its pod, unless a fresh read shows it already says so (the
+/// plan's view lags the operator's own writes by a poll) or the node is gone.
 async fn write_comment(
     ctx: &Context,
     slurm: &slurm_client::Client,
