@@ -1,8 +1,9 @@
 //! Node pinning (`pinToNode`) on the test ground, as Slinky's nodeset-operations guide describes
-//! it, against real Slurm 26.05 daemons: each ordinal's node is recorded in
-//! `status.ordinalToNode`; a worker deleted and made again comes back to its node (a required
-//! node affinity) and finds what a job left on its claim there; a node the template no longer
-//! selects loses its pin, and the next pod of that ordinal goes where the scheduler puts it.
+//! it, against real Slurm 26.05 daemons: the worker's node is recorded in
+//! `status.ordinalToNode`; deleted and made again while other nodes are free, it comes back to
+//! its node (a required node affinity) and finds what a job left on its claim there; a node
+//! the template no longer selects loses its pin, and the next pod goes where the scheduler puts
+//! it.
 //!
 //! The nodes are shared with other tests: the label key is this test's own and is removed from
 //! every node when the test ends, failed or not. No node is cordoned.
@@ -41,13 +42,14 @@ impl Drop for Labels {
     }
 }
 
-/// `cluster.yaml` with two pinned workers selecting `label`, each with a claim mounted at
-/// `/scratch` in slurmd.
+/// `cluster.yaml` with one pinned worker selecting `label`, with a claim mounted at `/scratch`
+/// in slurmd. One: the ground's scheduler knows no pod anti-affinity, so two workers could
+/// share a node and make the placements below a matter of chance.
 fn manifest(label: &str) -> String {
     let yaml = common::manifest("cluster.yaml");
     let (head, nodeset) = yaml.split_at(yaml.find("kind: NodeSet").expect("a NodeSet"));
     let edits = [
-        ("  replicas: 3\n", "  replicas: 2\n".to_owned()),
+        ("  replicas: 3\n", "  replicas: 1\n".to_owned()),
         ("  pinToNode: false\n", "  pinToNode: true\n  volumeClaimTemplates:\n  - metadata: {name: scratch}\n    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Mi}}}\n".to_owned()),
         (
             "    volumeMounts: []\n",
@@ -135,56 +137,46 @@ async fn pinned_workers_come_back_to_their_nodes() {
     let mut env = TestEnv::new("op-pinning");
     let labels = Labels(format!("test.slurm-rs.dev/{}", env.name()));
     labels.set(NODES[0], true);
-    labels.set(NODES[1], true);
     env.start_operator(&["--slurm-poll", "1s"]);
     ground().apply(env.name(), &manifest(&labels.0));
 
-    // Both workers run on the two labelled nodes, and the status records where.
-    let mut nodes = Vec::new();
-    for ordinal in [0, 1] {
-        nodes.push(running_again(&env, ordinal, "-"));
-    }
-    wait_pins(&env, "both ordinals recorded", |p| p.len() == 2);
-    let recorded = pins(&env);
-    assert_eq!(recorded["0"], nodes[0], "{recorded:?}");
-    assert_eq!(recorded["1"], nodes[1], "{recorded:?}");
-    assert_ne!(nodes[0], nodes[1]);
+    // The worker runs on the one labelled node, and the status records it.
+    let first = running_again(&env, 0, "-");
+    assert_eq!(first, NODES[0]);
+    wait_pins(&env, "ordinal 0 recorded", |p| {
+        p.get("0").map(String::as_str) == Some(NODES[0])
+    });
     assert_eq!(
         pinned_to(&env, 0),
         "",
         "a first pod is placed by the scheduler"
     );
 
-    // A job leaves a file on worker 0's claim.
+    // A job leaves a file on the worker's claim.
     on_node(&env, "slinky-0", "echo kept > /scratch/marker");
 
-    // A third node becomes eligible, and worker 0 is deleted: it comes back to its own node.
+    // Every node becomes eligible, and the worker is deleted: it comes back to its own node.
+    labels.set(NODES[1], true);
     labels.set(NODES[2], true);
     let uid = pod_uid(&env, &format!("{NODESET}-0"));
     delete_pod(&env, 0);
     let back = running_again(&env, 0, &uid);
-    assert_eq!(back, nodes[0], "worker 0 pinned to {}", nodes[0]);
-    assert_eq!(pinned_to(&env, 0), nodes[0]);
+    assert_eq!(back, NODES[0], "the worker pinned to {}", NODES[0]);
+    assert_eq!(pinned_to(&env, 0), NODES[0]);
     let out = on_node(&env, "slinky-0", "cat /scratch/marker");
     assert!(out.contains("kept"), "the claim on its node: {out}");
 
     // Its node is no longer selected by the template: the pin goes (the pod stays), and the
-    // next pod of ordinal 0 is placed anew (the free labelled node; worker 1 holds the other).
-    labels.set(&nodes[0], false);
-    wait_pins(&env, "without ordinal 0", |p| {
-        !p.contains_key("0") && p.get("1") == Some(&nodes[1])
-    });
+    // next pod of ordinal 0 is placed anew, on one of the nodes still selected.
+    labels.set(NODES[0], false);
+    wait_pins(&env, "without ordinal 0", |p| p.is_empty());
     let uid = pod_uid(&env, &format!("{NODESET}-0"));
     delete_pod(&env, 0);
     let moved = running_again(&env, 0, &uid);
-    let free = NODES
-        .iter()
-        .find(|n| **n != nodes[0] && **n != nodes[1])
-        .unwrap();
-    assert_eq!(moved, *free);
+    assert!(moved == NODES[1] || moved == NODES[2], "placed on {moved}");
     assert_eq!(pinned_to(&env, 0), "", "no pin left to a deselected node");
     wait_pins(&env, "ordinal 0 on its new node", |p| {
-        p.get("0") == Some(&moved) && p.get("1") == Some(&nodes[1])
+        p.get("0") == Some(&moved)
     });
 
     let client = slurm(&env);

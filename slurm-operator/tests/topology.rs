@@ -5,9 +5,11 @@
 //! features kept), a change of an annotation is applied live, a removed one takes only what it
 //! gave, and a job constrained to a `k8s/` feature runs where the annotation says.
 //!
-//! It annotates the shared nodes, whose features every cluster with a worker there takes: it
-//! runs alone (see `OPERATOR_ALONE` in xtask), and its annotations are removed when it ends,
-//! failed or not.
+//! The NodeSet runs in DaemonSet mode, so that each node has exactly one worker, named after
+//! it (the ground's scheduler knows no pod anti-affinity: in StatefulSet mode two workers may
+//! share a node). It annotates the shared nodes, whose features every cluster with a worker
+//! there takes: it runs alone (see `OPERATOR_ALONE` in xtask), and its annotations are removed
+//! when it ends, failed or not.
 
 use crate::common;
 
@@ -61,13 +63,17 @@ impl Drop for Annotations {
 fn manifest() -> String {
     let yaml = common::manifest("cluster.yaml");
     let cgroup = "  cgroup.conf: |\n    CgroupPlugin=disabled\n";
-    assert_eq!(yaml.matches(cgroup).count(), 1, "cluster.yaml: {cgroup}");
+    let mode = "scalingMode: StatefulSet";
+    for needle in [cgroup, mode] {
+        assert_eq!(yaml.matches(needle).count(), 1, "cluster.yaml: {needle}");
+    }
     yaml.replace(cgroup, &format!("{cgroup}{TOPOLOGY_YAML}"))
+        .replace(mode, "scalingMode: DaemonSet")
 }
 
-/// The Slurm node of the worker on Kubernetes node `kube_node`.
-fn worker_on(env: &TestEnv, kube_node: &str) -> String {
-    let out = ground().ok(&[
+/// The topology annotation of the worker pod on Kubernetes node `kube_node`.
+fn pod_topology(env: &TestEnv, kube_node: &str) -> String {
+    ground().ok(&[
         "get",
         "pods",
         "-n",
@@ -75,11 +81,26 @@ fn worker_on(env: &TestEnv, kube_node: &str) -> String {
         "-l",
         &format!("app.kubernetes.io/instance={NODESET}"),
         "-o",
-        &format!("jsonpath={{.items[?(@.spec.nodeName==\"{kube_node}\")].spec.hostname}}"),
-    ]);
-    let host = out.split_whitespace().next().unwrap_or_default().to_owned();
-    assert!(!host.is_empty(), "no worker on {kube_node}");
-    host
+        &format!(
+            "jsonpath={{.items[?(@.spec.nodeName==\"{kube_node}\")].metadata.annotations.topology\\.slinky\\.slurm\\.net/spec}}"
+        ),
+    ])
+}
+
+/// The Slurm nodes under switch `switch` in `scontrol show topology`'s output.
+fn under_switch(out: &str, switch: &str) -> Vec<String> {
+    let line = out
+        .lines()
+        .find(|l| {
+            l.split_whitespace()
+                .any(|w| w == format!("SwitchName={switch}"))
+        })
+        .unwrap_or_else(|| panic!("no switch {switch}:\n{out}"));
+    let nodes = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("Nodes="))
+        .unwrap_or_default();
+    slurm_client::hostlist::expand(nodes).unwrap_or_else(|e| panic!("{nodes:?}: {e}"))
 }
 
 fn k8s_features(n: &Node) -> (Vec<String>, Vec<String>) {
@@ -144,19 +165,11 @@ async fn node_annotations_reach_the_slurm_nodes() {
     );
     let client = slurm(&env);
 
-    // Each worker takes its node's place and features; its pod carries the topology.
-    let mut workers = Vec::new();
+    // Each worker (named after its node) takes its node's place and features; its pod carries
+    // the topology.
     for (node, topology, feature) in place {
-        let worker = worker_on(&env, node);
-        wait_slurm_node(&client, &worker, topology, &[feature]).await;
-        let pod = format!("pod/{NODESET}-{}", worker.trim_start_matches("slinky-"));
-        let annotation = ground().get(
-            env.name(),
-            &pod,
-            "{.metadata.annotations.topology\\.slinky\\.slurm\\.net/spec}",
-        );
-        assert_eq!(annotation, topology, "{pod}");
-        workers.push(worker);
+        wait_slurm_node(&client, node, topology, &[feature]).await;
+        assert_eq!(pod_topology(&env, node), topology, "the pod on {node}");
     }
 
     // slurmctld's own view: the switches hold the workers, and a constraint finds its node.
@@ -164,27 +177,25 @@ async fn node_annotations_reach_the_slurm_nodes() {
         "slurm",
         &format!(
             "scontrol show topology\nsrun --constraint=k8s/nn-2 hostname\nsinfo -h -N -n {} -o '%N %f'",
-            workers[1]
+            NODES[1]
         ),
     );
     assert_eq!(code, 0, "{out}");
-    let s2 = out
-        .lines()
-        .find(|l| l.contains("SwitchName=s2"))
-        .unwrap_or_default();
-    assert!(s2.contains(&workers[2]), "s2 holds {}:\n{out}", workers[2]);
+    assert_eq!(under_switch(&out, "s1"), [NODES[0], NODES[1]], "{out}");
+    assert_eq!(under_switch(&out, "s2"), [NODES[2]], "{out}");
     assert!(
-        out.lines().any(|l| l.trim() == workers[1]),
+        out.lines().any(|l| l.trim() == NODES[1]),
         "srun --constraint=k8s/nn-2 ran on {}:\n{out}",
-        workers[1]
+        NODES[1]
     );
 
     // A changed annotation is applied live; a removed one takes only its own features.
     a.set(NODES[2], TOPOLOGY, Some("topo-switch:s1"));
     a.set(NODES[2], FEATURES, Some("nn-x,nn-y"));
-    wait_slurm_node(&client, &workers[2], "topo-switch:s1", &["nn-x", "nn-y"]).await;
+    wait_slurm_node(&client, NODES[2], "topo-switch:s1", &["nn-x", "nn-y"]).await;
+    assert_eq!(pod_topology(&env, NODES[2]), "topo-switch:s1");
     a.set(NODES[0], FEATURES, None);
-    wait_slurm_node(&client, &workers[0], "topo-switch:s1", &[]).await;
+    wait_slurm_node(&client, NODES[0], "topo-switch:s1", &[]).await;
 
     assert_full_service(&env, &client, "topology and features sync", &[]).await;
     drop(a);
